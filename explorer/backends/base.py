@@ -1,0 +1,112 @@
+"""The one interface every backend implements."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+from explorer.formats import Format, resolve
+from explorer.ops import Op, get_op
+from explorer.outcome import Outcome, Status
+
+#: Device types a user may ask for.
+DEVICE_TYPES: tuple[str, ...] = ("CPU", "GPU")
+#: Ways of running an op.  ``eager`` everywhere; ``xla`` where the backend compiles.
+MODES: tuple[str, ...] = ("eager", "xla")
+
+
+def normalize_device(device: str) -> str:
+    """``"cpu"``, ``"/GPU:0"`` -> ``"CPU"``, ``"GPU"``; anything else is a ValueError."""
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a string such as 'CPU' or 'GPU', got {device!r}")
+    key = device.strip().upper().lstrip("/").removeprefix("DEVICE:").split(":")[0]
+    if key not in DEVICE_TYPES:
+        raise ValueError(f"unknown device {device!r}; valid devices: {', '.join(DEVICE_TYPES)}")
+    return key
+
+
+class Backend(ABC):
+    """A framework that can run catalog ops.
+
+    Subclasses import their framework lazily (never at ``import explorer``) and
+    implement :meth:`_run`; the checks common to all (names, modes, devices,
+    installation) live here.
+    """
+
+    #: registry name, e.g. "numpy"
+    name: str = ""
+    #: modes this backend can run in
+    modes: tuple[str, ...] = ("eager",)
+
+    @abstractmethod
+    def is_installed(self) -> bool:
+        """True when the framework can be imported."""
+
+    @abstractmethod
+    def version(self) -> str | None:
+        """The framework's version, or None when not installed."""
+
+    @abstractmethod
+    def devices(self) -> list[str]:
+        """Device types present on this machine, e.g. ``["CPU"]``."""
+
+    @abstractmethod
+    def supports_format(self, fmt: Format) -> bool:
+        """True when the backend has a dtype for ``fmt`` at all."""
+
+    @abstractmethod
+    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str,
+             mode: str) -> Outcome:
+        """Run ``op`` on inputs (float64) in ``fmt``; the checks are already done."""
+
+    def declared(self, op: Op, fmt: Format, device: str) -> Status | None:
+        """What the framework's own registry declares; None when it has no registry."""
+        return None
+
+    def run(self, op: str | Op, fmt: Any, device: str = "CPU", mode: str = "eager",
+            inputs: tuple[np.ndarray, ...] | None = None, seed: int = 0) -> Outcome:
+        """Run ``op`` in format ``fmt`` on ``device``; never raises for a failed run.
+
+        Bad names (op, format, device, mode) raise ValueError; everything that
+        goes wrong while running becomes the Outcome's status and error.
+        """
+        op = get_op(op)
+        fmt = resolve(fmt)
+        device = normalize_device(device)
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; valid modes: {', '.join(MODES)}")
+        if inputs is None:
+            inputs = op.inputs(seed)
+        if len(inputs) != op.arity:
+            raise ValueError(f"op {op.name} takes {op.arity} inputs, got {len(inputs)}")
+        extra = {"backend": self.name, "mode": mode}
+        if not self.is_installed():
+            return Outcome(Status.NOT_INSTALLED, error=f"{self.name} is not installed",
+                           extra=extra)
+        if mode not in self.modes:
+            return Outcome(Status.ERROR, error=f"the {self.name} backend has no {mode} mode "
+                           f"(it has: {', '.join(self.modes)})", extra=extra)
+        if device not in self.devices():
+            return Outcome(Status.NO_DEVICE, error=f"no {device} device is present for "
+                           f"{self.name} on this machine", extra=extra)
+        if not self.supports_format(fmt):
+            return Outcome(Status.UNSUPPORTED_DTYPE,
+                           error=f"{self.name} has no {fmt.name} dtype", extra=extra)
+        start = time.perf_counter()
+        try:
+            outcome = self._run(op, inputs, fmt, device, mode)
+        except Exception as exc:  # a failed run is an outcome, never an exception
+            outcome = Outcome(Status.ERROR, error=f"{type(exc).__name__}: {exc}")
+        outcome.extra.update(extra)
+        outcome.extra["seconds"] = time.perf_counter() - start
+        return outcome
+
+
+def first_output(value: Any) -> Any:
+    """The first element of a tuple/list of outputs, or the value itself."""
+    if isinstance(value, tuple | list):
+        return value[0]
+    return value

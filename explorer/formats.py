@@ -1,0 +1,338 @@
+"""Floating-point formats: facts read from ``numpy.finfo`` / ``ml_dtypes.finfo``.
+
+Every fact about a format is *measured* from the dtype (finfo, or by casting),
+never typed in.  TF32 is the one emulated format: float32 storage rounded to
+10 mantissa bits.
+
+>>> from explorer.formats import resolve
+>>> resolve("half").name
+'float16'
+>>> resolve("bf16").max
+3.3895313892515355e+38
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Literal
+
+import ml_dtypes
+import numpy as np
+
+Overflow = Literal["inf", "nan", "saturate"]
+
+#: Canonical names, widest first.  Each name is a NumPy or ml_dtypes type,
+#: except ``tf32`` (emulated).
+FORMAT_NAMES: tuple[str, ...] = (
+    "float64",
+    "float32",
+    "tf32",
+    "float16",
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+    "float8_e4m3b11fnuz",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e8m0fnu",
+    "float6_e2m3fn",
+    "float6_e3m2fn",
+    "float4_e2m1fn",
+)
+
+_ALIASES: dict[str, str] = {
+    "double": "float64", "f64": "float64", "fp64": "float64", "d": "float64",
+    "single": "float32", "float": "float32", "f32": "float32", "fp32": "float32",
+    "tensorfloat32": "tf32", "tensorfloat-32": "tf32",
+    "half": "float16", "f16": "float16", "fp16": "float16", "e": "float16",
+    "bf16": "bfloat16", "brain_float": "bfloat16",
+    "fp8_e4m3": "float8_e4m3fn", "fp8_e4m3fn": "float8_e4m3fn", "e4m3": "float8_e4m3fn",
+    "e4m3fn": "float8_e4m3fn", "fp8": "float8_e4m3fn",
+    "fp8_e5m2": "float8_e5m2", "e5m2": "float8_e5m2",
+    "fp8_e4m3fnuz": "float8_e4m3fnuz", "e4m3fnuz": "float8_e4m3fnuz",
+    "fp8_e5m2fnuz": "float8_e5m2fnuz", "e5m2fnuz": "float8_e5m2fnuz",
+    "e4m3b11fnuz": "float8_e4m3b11fnuz", "fp8_e4m3b11fnuz": "float8_e4m3b11fnuz",
+    "e3m4": "float8_e3m4", "fp8_e3m4": "float8_e3m4",
+    "float8_e4m3_ieee": "float8_e4m3", "fp8_e4m3_ieee": "float8_e4m3",
+    "e8m0": "float8_e8m0fnu", "e8m0fnu": "float8_e8m0fnu", "fp8_e8m0": "float8_e8m0fnu",
+    "fp6_e2m3": "float6_e2m3fn", "e2m3": "float6_e2m3fn", "e2m3fn": "float6_e2m3fn",
+    "fp6_e3m2": "float6_e3m2fn", "e3m2": "float6_e3m2fn", "e3m2fn": "float6_e3m2fn",
+    "fp4": "float4_e2m1fn", "fp4_e2m1": "float4_e2m1fn", "e2m1": "float4_e2m1fn",
+    "e2m1fn": "float4_e2m1fn", "nvfp4": "float4_e2m1fn", "mxfp4": "float4_e2m1fn",
+}
+
+_TF32_MANTISSA_BITS = 10  # the definition of TF32: float32's exponent, 10 mantissa bits
+
+
+@dataclass(frozen=True)
+class Format:
+    """One floating-point format and its measured facts."""
+
+    #: canonical name, e.g. ``"float16"``
+    name: str
+    #: storage width in bits (6 for float6, even though stored in a byte)
+    bits: int
+    exponent_bits: int
+    #: explicit (stored) mantissa bits
+    mantissa_bits: int
+    #: exponent bias: the stored exponent field of 1.0
+    bias: int
+    #: largest finite value
+    max: float
+    smallest_normal: float
+    #: smallest positive value (equals ``smallest_normal`` when there are no subnormals)
+    smallest_subnormal: float
+    #: distance from 1.0 to the next larger value
+    eps: float
+    has_inf: bool
+    has_nan: bool
+    #: what casting a finite value far above ``max`` gives
+    overflow: Overflow
+    #: NumPy dtype that stores values (float32 for the emulated tf32)
+    storage_dtype: np.dtype = field(repr=False, compare=False)
+    #: True for formats with no native dtype (tf32): values live in ``storage_dtype``
+    emulated: bool = False
+
+    @property
+    def has_subnormals(self) -> bool:
+        return self.smallest_subnormal < self.smallest_normal
+
+    @property
+    def has_sign(self) -> bool:
+        return self.name != "float8_e8m0fnu"
+
+    @property
+    def enumerable(self) -> bool:
+        """True when every value can be listed (16 bits or fewer)."""
+        return self.bits <= 16
+
+    def round(self, values: Any) -> np.ndarray:
+        """Round float values to this format (nearest-even), returned in the storage dtype."""
+        x = np.asarray(values)
+        if self.emulated:
+            return _round_tf32(x.astype(np.float32))
+        return x.astype(self.storage_dtype)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The facts as plain JSON-ready values."""
+        keys = ("name", "bits", "exponent_bits", "mantissa_bits", "bias", "max",
+                "smallest_normal", "smallest_subnormal", "eps", "has_inf", "has_nan",
+                "overflow")
+        return {k: getattr(self, k) for k in keys}
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _round_tf32(x32: np.ndarray) -> np.ndarray:
+    """Round float32 values to 10 mantissa bits, nearest-even; inf and NaN pass through."""
+    bits = np.ascontiguousarray(x32, dtype=np.float32).view(np.uint32)
+    drop = 23 - _TF32_MANTISSA_BITS
+    half = np.uint32((1 << (drop - 1)) - 1)
+    lsb = (bits >> np.uint32(drop)) & np.uint32(1)
+    rounded = (bits + half + lsb) & ~np.uint32((1 << drop) - 1)
+    finite = np.isfinite(x32)
+    return np.where(finite, rounded, bits).view(np.float32)
+
+
+def _uint_for(bits: int) -> type[np.unsignedinteger]:
+    return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[max(8, bits)]
+
+
+def _measure_overflow(dtype: np.dtype, max_value: float) -> Overflow:
+    too_big = np.array([max_value], dtype=np.float64)
+    with np.errstate(over="ignore"):
+        too_big = too_big * 2.0
+        cast = too_big.astype(dtype).astype(np.float64)[0]
+    if np.isnan(cast):
+        return "nan"
+    if np.isinf(cast):
+        return "inf"
+    if cast == max_value:
+        return "saturate"
+    raise AssertionError(f"{dtype}: casting 2*max gave {cast}")
+
+
+def _build(name: str) -> Format:
+    if name == "tf32":
+        return _build_tf32()
+    dtype = np.dtype(getattr(np, name) if hasattr(np, name) else getattr(ml_dtypes, name))
+    info: Any = ml_dtypes.finfo(dtype)
+    bits = int(info.bits)
+    one_bits = int(np.array(1.0, dtype=dtype).view(_uint_for(dtype.itemsize * 8)))
+    bias = one_bits >> int(info.nmant)
+    if name != "float8_e8m0fnu":
+        bias &= (1 << int(info.nexp)) - 1
+    with np.errstate(invalid="ignore", over="ignore"):
+        has_inf = bool(np.isinf(np.array([np.inf]).astype(dtype).astype(np.float64))[0])
+        has_nan = bool(np.isnan(np.array([np.nan]).astype(dtype).astype(np.float64))[0])
+    max_value = float(info.max)
+    return Format(
+        name=name,
+        bits=bits,
+        exponent_bits=int(info.nexp),
+        mantissa_bits=int(info.nmant),
+        bias=bias,
+        max=max_value,
+        smallest_normal=float(info.smallest_normal),
+        smallest_subnormal=float(info.smallest_subnormal),
+        eps=float(info.eps),
+        has_inf=has_inf,
+        has_nan=has_nan,
+        overflow=_measure_overflow(dtype, max_value),
+        storage_dtype=dtype,
+    )
+
+
+def _build_tf32() -> Format:
+    f32 = np.finfo(np.float32)
+    m = _TF32_MANTISSA_BITS
+    eps = float(np.ldexp(1.0, -m))
+    max_value = float(np.ldexp(2.0 - eps, int(f32.maxexp) - 1))
+    smallest_normal = float(f32.smallest_normal)
+    return Format(
+        name="tf32",
+        bits=1 + int(f32.nexp) + m,
+        exponent_bits=int(f32.nexp),
+        mantissa_bits=m,
+        bias=int(np.array(1.0, np.float32).view(np.uint32)) >> int(f32.nmant),
+        max=max_value,
+        smallest_normal=smallest_normal,
+        smallest_subnormal=float(np.ldexp(smallest_normal, -m)),
+        eps=eps,
+        has_inf=True,
+        has_nan=True,
+        overflow="inf",
+        storage_dtype=np.dtype(np.float32),
+        emulated=True,
+    )
+
+
+@cache
+def all_formats() -> tuple[Format, ...]:
+    """Every known format, widest first."""
+    return tuple(_build(n) for n in FORMAT_NAMES)
+
+
+def _by_name() -> dict[str, Format]:
+    return {f.name: f for f in all_formats()}
+
+
+def _framework_dtype_name(obj: Any) -> str | None:
+    """Name of a ``tf.DType`` or ``torch.dtype`` without importing either framework."""
+    module = type(obj).__module__ or ""
+    if module.startswith("tensorflow") and hasattr(obj, "name"):
+        return str(obj.name)
+    if module.startswith("torch") and type(obj).__name__ == "dtype":
+        return str(obj).removeprefix("torch.")
+    return None
+
+
+def resolve(spec: Any) -> Format:
+    """Return the :class:`Format` for a name, alias, dtype, or framework dtype.
+
+    Accepts ``"half"``, ``"fp16"``, ``np.float16``, ``np.dtype("float16")``,
+    ``ml_dtypes.bfloat16``, ``tf.float16``, ``torch.bfloat16`` and ``Format`` itself.
+
+    >>> resolve("fp8_e4m3").name
+    'float8_e4m3fn'
+    >>> resolve("halff")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown format 'halff'; did you mean 'half'? Valid names: float64, float32, tf32, float16, bfloat16, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e4m3b11fnuz, float8_e3m4, float8_e4m3, float8_e8m0fnu, float6_e2m3fn, float6_e3m2fn, float4_e2m1fn (aliases such as half, fp16, bf16, e4m3, e5m2 also work)
+    """
+    if isinstance(spec, Format):
+        return spec
+    name = _framework_dtype_name(spec)
+    if name is None and not isinstance(spec, str):
+        try:
+            name = np.dtype(spec).name
+        except TypeError:
+            raise TypeError(
+                f"cannot interpret {spec!r} (type {type(spec).__name__}) as a format; "
+                "pass a name such as 'float16', a NumPy dtype, tf.DType or torch.dtype"
+            ) from None
+    if name is None:
+        name = str(spec)
+    key = name.strip().lower().replace("-", "_").replace(" ", "_")
+    key = {"float8_e4m3_ieee": "float8_e4m3"}.get(key, key)
+    formats = _by_name()
+    if key in formats:
+        return formats[key]
+    if key in _ALIASES:
+        return formats[_ALIASES[key]]
+    if key.replace("_", "") in _ALIASES:
+        return formats[_ALIASES[key.replace("_", "")]]
+    candidates = list(formats) + list(_ALIASES)
+    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ValueError(
+        f"unknown format {name!r}{hint} Valid names: {', '.join(formats)} "
+        "(aliases such as half, fp16, bf16, e4m3, e5m2 also work)"
+    )
+
+
+def format_names() -> tuple[str, ...]:
+    """Canonical names of every format."""
+    return FORMAT_NAMES
+
+
+def _bit_dtype(fmt: Format) -> type[np.unsignedinteger]:
+    return _uint_for(fmt.storage_dtype.itemsize * 8)
+
+
+def encode(values: Any, fmt: Any) -> np.ndarray:
+    """Bit patterns (unsigned integers) of ``values`` rounded to ``fmt``.
+
+    >>> int(encode(1.0, "float16"))
+    15360
+    """
+    fmt = resolve(fmt)
+    x = np.asarray(values, dtype=np.float64) if not _is_storage(values, fmt) else np.asarray(values)
+    with np.errstate(over="ignore", invalid="ignore"):
+        stored = np.ascontiguousarray(fmt.round(x))
+    raw = stored.view(_bit_dtype(fmt))
+    if fmt.emulated:
+        return (raw >> np.uint32(23 - fmt.mantissa_bits)).astype(np.uint32)
+    return raw
+
+
+def _is_storage(values: Any, fmt: Format) -> bool:
+    return isinstance(values, np.ndarray) and values.dtype == fmt.storage_dtype
+
+
+def decode(bit_patterns: Any, fmt: Any) -> np.ndarray:
+    """Values (in float64) of the given bit patterns in ``fmt``.
+
+    >>> float(decode(0x3C00, "float16"))
+    1.0
+    """
+    fmt = resolve(fmt)
+    patterns = np.asarray(bit_patterns)
+    if patterns.dtype.kind not in "iu":
+        raise TypeError(f"bit patterns must be integers, got dtype {patterns.dtype}")
+    if patterns.size and (patterns.min() < 0 or patterns.max() >= (1 << fmt.bits)):
+        raise ValueError(f"bit patterns for {fmt.name} must lie in [0, 2**{fmt.bits})")
+    if fmt.emulated:
+        raw = patterns.astype(np.uint32) << np.uint32(23 - fmt.mantissa_bits)
+        return raw.view(np.float32).astype(np.float64)
+    raw = patterns.astype(_bit_dtype(fmt))
+    return raw.view(fmt.storage_dtype).astype(np.float64)
+
+
+def all_values(fmt: Any) -> np.ndarray:
+    """Every value of a format of 16 bits or fewer, in bit-pattern order, in its storage dtype.
+
+    >>> all_values("float16").size
+    65536
+    """
+    fmt = resolve(fmt)
+    if not fmt.enumerable:
+        raise ValueError(f"{fmt.name} has {fmt.bits} bits; only formats of 16 bits or fewer "
+                         "can be enumerated")
+    patterns = np.arange(1 << fmt.bits, dtype=_bit_dtype(fmt))
+    return patterns.view(fmt.storage_dtype)
