@@ -269,7 +269,7 @@ def resolve(spec: Any) -> Format:
         return formats[_ALIASES[key.replace("_", "")]]
     candidates = list(formats) + list(_ALIASES)
     close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.5)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = f"; did you mean {close[0]!r}?" if close else "."
     raise ValueError(
         f"unknown format {name!r}{hint} Valid names: {', '.join(formats)} "
         "(aliases such as half, fp16, bf16, e4m3, e5m2 also work)"

@@ -110,7 +110,7 @@ def get_op(name: str | Op) -> Op:
     if key in _CATALOG:
         return _CATALOG[key]
     close = difflib.get_close_matches(key, list(_CATALOG), n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "."
     raise ValueError(f"unknown op {name!r}{hint} Valid ops: {', '.join(_CATALOG)}")
 
 

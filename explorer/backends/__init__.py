@@ -36,7 +36,7 @@ def get_backend(name: str | Backend) -> Backend:
     key = {"tf": "tensorflow", "np": "numpy", "ml_dtypes": "emulated", "pytorch": "torch"}.get(key, key)
     if key not in _CLASSES:
         close = difflib.get_close_matches(key, list(_CLASSES), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = f"; did you mean {close[0]!r}?" if close else "."
         raise ValueError(f"unknown backend {name!r}{hint} Valid backends: {', '.join(BACKEND_NAMES)}")
     if key not in _INSTANCES:
         _INSTANCES[key] = _CLASSES[key]()
