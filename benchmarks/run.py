@@ -21,8 +21,10 @@ def main(selected: list[str]) -> int:
     if selected:
         files = [f for f in files if f.stem.removeprefix("bench_") in selected]
         if not files:
-            print(f"no benchmark named {selected}; have: "
-                  f"{[f.stem.removeprefix('bench_') for f in sorted(here.glob('bench_*.py'))]}")
+            print(
+                f"no benchmark named {selected}; have: "
+                f"{[f.stem.removeprefix('bench_') for f in sorted(here.glob('bench_*.py'))]}"
+            )
             return 2
     for path in files:
         spec = importlib.util.spec_from_file_location(path.stem, path)

@@ -28,5 +28,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'explorer' has no attribute {name!r}")
 
 
-__all__ = ["STATUSES", "App", "Format", "Outcome", "Status", "all_formats", "all_values",
-           "decode", "encode", "resolve"]
+__all__ = [
+    "STATUSES",
+    "App",
+    "Format",
+    "Outcome",
+    "Status",
+    "all_formats",
+    "all_values",
+    "decode",
+    "encode",
+    "resolve",
+]

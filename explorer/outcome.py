@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """What happened when an op was asked for in a dtype on a device."""
 
     #: ran natively, on the device asked for, in the dtype asked for
@@ -30,9 +30,6 @@ class Status(str, Enum):
     TIMEOUT = "timeout"
     #: any other failure
     ERROR = "error"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 STATUSES: tuple[str, ...] = tuple(s.value for s in Status)

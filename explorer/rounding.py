@@ -1,9 +1,15 @@
 """Rounding float values to a format: nearest-even, toward zero, stochastic.
 
-Nearest-even is ml_dtypes' own cast.  Toward-zero and stochastic rounding
-find the two neighbours of each value in the target format by stepping its
-bit pattern, so they work for every format (including ones without
-subnormals, infinities or NaN).
+Nearest-even is ml_dtypes' own cast.  Toward-zero and stochastic rounding work
+on the bit pattern of the (float32 or float64) input: the number of low bits
+the target format cannot keep is computed per value (more of them in the
+target's subnormal range), random bits are added below that cut for
+stochastic rounding, and the bits are truncated.  That is exact: within a
+binade the bit pattern is linear in the value, and a carry out of the kept
+bits lands exactly on the next value of the target.  Values below the
+target's smallest subnormal go to zero or to the smallest subnormal, with
+probability proportional to their distance.  Formats without a zero or a sign
+(``float8_e8m0fnu``) use a slower neighbour search.
 
 >>> import numpy as np
 >>> round_to(np.array([1.06]), "float8_e4m3fn", "toward_zero").astype(float)
@@ -26,31 +32,9 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"unknown rounding mode {mode!r}; valid modes: {', '.join(ROUNDING_MODES)}")
 
 
-def _bits_view(stored: np.ndarray, fmt: Format) -> tuple[np.ndarray, Any]:
-    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[fmt.storage_dtype.itemsize]
-    return stored.view(uint), uint
-
-
-def _truncated_float32_round(x: np.ndarray, fmt: Format, mode: str,
-                             rng: np.random.Generator | None) -> np.ndarray:
-    """Formats that are float32 with low mantissa bits dropped (bfloat16, tf32): integer tricks."""
-    x32 = np.ascontiguousarray(x, dtype=np.float32)
-    bits = x32.view(np.uint32)
-    drop = 23 - fmt.mantissa_bits
-    low_mask = np.uint32((1 << drop) - 1)
-    if mode == "toward_zero":
-        out = bits & ~low_mask
-    else:
-        assert rng is not None
-        noise = rng.integers(0, 1 << drop, size=bits.shape, dtype=np.uint32)
-        out = (bits + noise) & ~low_mask
-    out = np.where(np.isfinite(x32), out, bits)
-    as32 = out.view(np.float32)
-    return fmt.round(as32)  # exact: the value is already representable
-
-
-def round_to(values: Any, fmt: Any, mode: str = "nearest_even",
-             rng: np.random.Generator | int | None = None) -> np.ndarray:
+def round_to(
+    values: Any, fmt: Any, mode: str = "nearest_even", rng: np.random.Generator | int | None = None
+) -> np.ndarray:
     """Round ``values`` to ``fmt``; returns an array in the format's storage dtype.
 
     ``mode`` is ``"nearest_even"``, ``"toward_zero"`` or ``"stochastic"``.
@@ -58,9 +42,14 @@ def round_to(values: Any, fmt: Any, mode: str = "nearest_even",
     the lower neighbour, in units of the gap; ``rng`` seeds it.  Values beyond
     the largest finite value behave as the format's cast does (inf, NaN or
     saturation) in every mode.
+
+    >>> round_to([1.0 + 2**-12], "bfloat16", "toward_zero").astype(float)
+    array([1.])
     """
     fmt = resolve(fmt)
     _check_mode(mode)
+    if rng is not None and not isinstance(rng, np.random.Generator | int | np.integer):
+        raise TypeError(f"rng must be a numpy Generator, an int seed or None, got {type(rng).__name__}")
     x = np.asarray(values)
     if x.dtype.kind != "f" and x.dtype != fmt.storage_dtype:
         x = x.astype(np.float64)
@@ -68,14 +57,60 @@ def round_to(values: Any, fmt: Any, mode: str = "nearest_even",
         with np.errstate(over="ignore", invalid="ignore"):
             return fmt.round(x)
     generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    if fmt.name in ("bfloat16", "tf32") and x.dtype != np.float64:
-        return _truncated_float32_round(x, fmt, mode, generator)
-    if fmt.name in ("float64",):
-        return x.astype(np.float64)
+    if x.dtype not in (np.float32, np.float64):
+        x = x.astype(np.float32 if x.dtype.itemsize < 4 else np.float64)
+    if fmt.name == "float64" or (fmt.name == "float32" and x.dtype == np.float32):
+        return x.astype(fmt.storage_dtype)  # exact: nothing to round
+    if fmt.has_sign and fmt.has_subnormals:
+        return _bit_round(x, fmt, mode, generator)
     return _neighbour_round(x, fmt, mode, generator)
 
 
+def _bit_round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator) -> np.ndarray:
+    """Toward-zero / stochastic rounding by truncating the input's bit pattern (see module doc)."""
+    x = np.ascontiguousarray(x)
+    wide = x.dtype == np.float64
+    uint: Any = np.uint64 if wide else np.uint32
+    sint: Any = np.int64 if wide else np.int32
+    in_mant = 52 if wide else 23
+    in_bias = 1023 if wide else 127
+    bits = x.view(uint)
+    sign = bits & uint(1 << (63 if wide else 31))
+    mag = bits ^ sign
+    exp_field = (mag >> uint(in_mant)).astype(sint)
+    unbiased = np.maximum(exp_field, 1) - in_bias
+    target_emin = int(np.log2(fmt.smallest_normal))
+    drop = (in_mant - fmt.mantissa_bits) + np.maximum(target_emin - unbiased, 0)
+    tiny = drop > in_mant  # |x| below the target's smallest subnormal
+    mask = (uint(1) << np.minimum(drop, in_mant).astype(uint)) - uint(1)
+    if mode == "stochastic":
+        raw = rng.bit_generator.random_raw(x.size if wide else (x.size + 1) // 2)
+        noise = raw.view(uint)[: x.size].reshape(x.shape) if x.size else np.zeros(x.shape, uint)
+        mag = mag + (noise & mask)
+    out = ((mag & ~mask) | sign).view(x.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if tiny.any():
+            idx = np.nonzero(tiny)
+            magnitude = np.abs(x[idx]).astype(np.float64)
+            up = np.zeros(magnitude.shape, bool)
+            if mode == "stochastic":
+                up = rng.random(magnitude.shape) * fmt.smallest_subnormal < magnitude
+            out[idx] = np.copysign(np.where(up, fmt.smallest_subnormal, 0.0), x[idx]).astype(x.dtype)
+        special = (exp_field == (2047 if wide else 255)) | (np.abs(x) > fmt.max)
+        result = out.astype(fmt.storage_dtype)
+        if special.any():
+            idx = np.nonzero(special)
+            result[idx] = fmt.round(x[idx])
+    return result
+
+
+def _bits_view(stored: np.ndarray, fmt: Format) -> tuple[np.ndarray, Any]:
+    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[fmt.storage_dtype.itemsize]
+    return stored.view(uint), uint
+
+
 def _neighbour_round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator) -> np.ndarray:
+    """Generic (slower) rounding: the nearest value, stepped one code point toward zero if it overshoots."""
     with np.errstate(over="ignore", invalid="ignore"):
         nearest = np.ascontiguousarray(fmt.round(x))
         wide = x.astype(np.float64) if x.dtype.itemsize < 8 else x
@@ -100,7 +135,7 @@ def _neighbour_round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Gener
             up_val = up_bits.view(fmt.storage_dtype).astype(np.float64)
             gap = np.abs(up_val) - np.abs(down_val)
             frac = (np.abs(wide) - np.abs(down_val)) / gap
-            take_up = rng.random(x.shape, dtype=np.float32) < frac
+            take_up = rng.random(x.shape) < frac
             result = np.where(take_up & np.isfinite(up_val), up_bits, down_bits).view(fmt.storage_dtype)
         special = ~np.isfinite(wide) | (np.abs(wide) > fmt.max) | ~np.isfinite(near_val)
         return np.where(special, nearest, result).astype(fmt.storage_dtype)

@@ -48,5 +48,12 @@ def installed_backends() -> list[str]:
     return [n for n in BACKEND_NAMES if get_backend(n).is_installed()]
 
 
-__all__ = ["BACKEND_NAMES", "DEVICE_TYPES", "MODES", "Backend", "get_backend",
-           "installed_backends", "normalize_device"]
+__all__ = [
+    "BACKEND_NAMES",
+    "DEVICE_TYPES",
+    "MODES",
+    "Backend",
+    "get_backend",
+    "installed_backends",
+    "normalize_device",
+]

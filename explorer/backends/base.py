@@ -58,16 +58,22 @@ class Backend(ABC):
         """True when the backend has a dtype for ``fmt`` at all."""
 
     @abstractmethod
-    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str,
-             mode: str) -> Outcome:
+    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         """Run ``op`` on inputs (float64) in ``fmt``; the checks are already done."""
 
     def declared(self, op: Op, fmt: Format, device: str) -> Status | None:
         """What the framework's own registry declares; None when it has no registry."""
         return None
 
-    def run(self, op: str | Op, fmt: Any, device: str = "CPU", mode: str = "eager",
-            inputs: tuple[np.ndarray, ...] | None = None, seed: int = 0) -> Outcome:
+    def run(
+        self,
+        op: str | Op,
+        fmt: Any,
+        device: str = "CPU",
+        mode: str = "eager",
+        inputs: tuple[np.ndarray, ...] | None = None,
+        seed: int = 0,
+    ) -> Outcome:
         """Run ``op`` in format ``fmt`` on ``device``; never raises for a failed run.
 
         Bad names (op, format, device, mode) raise ValueError; everything that
@@ -84,17 +90,23 @@ class Backend(ABC):
             raise ValueError(f"op {op.name} takes {op.arity} inputs, got {len(inputs)}")
         extra = {"backend": self.name, "mode": mode}
         if not self.is_installed():
-            return Outcome(Status.NOT_INSTALLED, error=f"{self.name} is not installed",
-                           extra=extra)
+            return Outcome(Status.NOT_INSTALLED, error=f"{self.name} is not installed", extra=extra)
         if mode not in self.modes:
-            return Outcome(Status.ERROR, error=f"the {self.name} backend has no {mode} mode "
-                           f"(it has: {', '.join(self.modes)})", extra=extra)
+            return Outcome(
+                Status.ERROR,
+                error=f"the {self.name} backend has no {mode} mode (it has: {', '.join(self.modes)})",
+                extra=extra,
+            )
         if device not in self.devices():
-            return Outcome(Status.NO_DEVICE, error=f"no {device} device is present for "
-                           f"{self.name} on this machine", extra=extra)
+            return Outcome(
+                Status.NO_DEVICE,
+                error=f"no {device} device is present for {self.name} on this machine",
+                extra=extra,
+            )
         if not self.supports_format(fmt):
-            return Outcome(Status.UNSUPPORTED_DTYPE,
-                           error=f"{self.name} has no {fmt.name} dtype", extra=extra)
+            return Outcome(
+                Status.UNSUPPORTED_DTYPE, error=f"{self.name} has no {fmt.name} dtype", extra=extra
+            )
         start = time.perf_counter()
         try:
             outcome = self._run(op, inputs, fmt, device, mode)

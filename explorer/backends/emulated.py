@@ -24,8 +24,7 @@ class EmulatedBackend(Backend):
 
     name = "emulated"
 
-    def __init__(self, compute: str = "float64", rounding: str = "nearest_even",
-                 seed: int = 0) -> None:
+    def __init__(self, compute: str = "float64", rounding: str = "nearest_even", seed: int = 0) -> None:
         if compute not in COMPUTE_DTYPES:
             raise ValueError(f"unknown compute dtype {compute!r}; valid: {', '.join(COMPUTE_DTYPES)}")
         if rounding not in ROUNDING_MODES:
@@ -61,8 +60,8 @@ class EmulatedBackend(Backend):
             wide = wide.astype(self.compute)
             return round_to(wide, fmt, self.rounding, np.random.default_rng(self.seed))
 
-    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str,
-             mode: str) -> Outcome:
+    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         result = self.compute_op(op, inputs, fmt)
-        return Outcome(Status.OK, result, "CPU",
-                       detail=f"computed in {self.compute.name}, rounded {self.rounding}")
+        return Outcome(
+            Status.OK, result, "CPU", detail=f"computed in {self.compute.name}, rounded {self.rounding}"
+        )

@@ -29,8 +29,7 @@ class NumpyBackend(Backend):
     def supports_format(self, fmt: Format) -> bool:
         return fmt.name in NATIVE_FORMATS
 
-    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str,
-             mode: str) -> Outcome:
+    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         if op.numpy is None:
             return Outcome(Status.ERROR, error=f"NumPy has no implementation of {op.name}")
         dtype = fmt.storage_dtype
@@ -44,6 +43,7 @@ class NumpyBackend(Backend):
                 return Outcome(Status.UNSUPPORTED_DTYPE, error=f"TypeError: {exc}", device="CPU")
             raise
         if op.float_output and result.dtype != dtype:
-            return Outcome(Status.FALLBACK, result, "CPU",
-                           detail=f"computed in {result.dtype}, not {fmt.name}")
+            return Outcome(
+                Status.FALLBACK, result, "CPU", detail=f"computed in {result.dtype}, not {fmt.name}"
+            )
         return Outcome(Status.OK, result, "CPU")

@@ -5,9 +5,11 @@ TensorFlow is imported on first use, never at ``import explorer``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
+from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -21,11 +23,31 @@ from explorer.outcome import Outcome, Status
 
 @cache
 def import_tensorflow() -> Any:
-    """Import TensorFlow quietly (its C++ start-up chatter hidden)."""
+    """Import TensorFlow quietly: its C++ start-up chatter (written before logging is
+    configured, so TF_CPP_MIN_LOG_LEVEL cannot stop it) is sent to /dev/null."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    with _stderr_silenced():
+        import tensorflow as tf
 
+        tf.config.list_logical_devices()  # device discovery prints too
     return tf
+
+
+@contextlib.contextmanager
+def _stderr_silenced() -> Iterator[None]:
+    try:
+        saved = os.dup(2)
+    except OSError:  # no real stderr (some embedded interpreters)
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def tf_dtype(fmt: Format) -> Any | None:
@@ -37,11 +59,17 @@ def tf_dtype(fmt: Format) -> Any | None:
     return getattr(dtypes, fmt.name, None)
 
 
-_NO_KERNEL = re.compile(r"Could not find device for node|No registered '.*' OpKernel|"
-                        r"no kernel|Detected unsupported operations", re.IGNORECASE)
-_UNSUPPORTED = re.compile(r"not in the list of allowed values|not in list of allowed values|"
-                          r"allowed values|Could not satisfy dtype|unsupported type|"
-                          r"Unsupported dtype|is not a supported", re.IGNORECASE)
+_NO_KERNEL = re.compile(
+    r"Could not find device for node|No registered '.*' OpKernel|"
+    r"no kernel|Detected unsupported operations",
+    re.IGNORECASE,
+)
+_UNSUPPORTED = re.compile(
+    r"not in the list of allowed values|not in list of allowed values|"
+    r"allowed values|Could not satisfy dtype|unsupported type|"
+    r"Unsupported dtype|is not a supported",
+    re.IGNORECASE,
+)
 
 
 def classify_error(text: str) -> Status:
@@ -75,14 +103,14 @@ class TensorflowBackend(Backend):
 
     def devices(self) -> list[str]:
         tf = import_tensorflow()
-        return sorted({d.device_type for d in tf.config.list_logical_devices()
-                       if d.device_type in ("CPU", "GPU")})
+        return sorted(
+            {d.device_type for d in tf.config.list_logical_devices() if d.device_type in ("CPU", "GPU")}
+        )
 
     def supports_format(self, fmt: Format) -> bool:
         return tf_dtype(fmt) is not None
 
-    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str,
-             mode: str) -> Outcome:
+    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         tf = import_tensorflow()
         dtype = tf_dtype(fmt)
         try:

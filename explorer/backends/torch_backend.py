@@ -45,8 +45,7 @@ class TorchBackend(Backend):
     def supports_format(self, fmt: Format) -> bool:
         return torch_dtype(fmt) is not None
 
-    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str,
-             mode: str) -> Outcome:
+    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         if op.torch is None:
             return Outcome(Status.ERROR, error=f"PyTorch has no implementation of {op.name}")
         torch = import_torch()
@@ -66,8 +65,9 @@ class TorchBackend(Backend):
         ran_on = "GPU" if out.device.type == "cuda" else "CPU"
         if op.float_output and out.dtype != dtype:
             result = out.detach().cpu().to(torch.float64).numpy()
-            return Outcome(Status.FALLBACK, result, ran_on,
-                           detail=f"result came back in {out.dtype}, not {fmt.name}")
+            return Outcome(
+                Status.FALLBACK, result, ran_on, detail=f"result came back in {out.dtype}, not {fmt.name}"
+            )
         if out.dtype.is_floating_point:
             result = out.detach().cpu().to(torch.float64).numpy().astype(fmt.storage_dtype)
         else:

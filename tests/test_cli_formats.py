@@ -1,0 +1,53 @@
+"""The formats verb and the CLI's handling of bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from explorer.cli import main
+from explorer.formats import all_formats
+
+KEYS = {
+    "name",
+    "bits",
+    "exponent_bits",
+    "mantissa_bits",
+    "bias",
+    "max",
+    "smallest_normal",
+    "smallest_subnormal",
+    "eps",
+    "has_inf",
+    "has_nan",
+    "overflow",
+}
+
+
+def test_formats_json_lists_every_format(capsys):
+    assert main(["formats", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == [f.name for f in all_formats()]
+    assert all(set(r) == KEYS for r in rows)
+    half = next(r for r in rows if r["name"] == "float16")
+    assert half["max"] == 65504.0 and half["overflow"] == "inf"
+
+
+def test_formats_table(capsys):
+    assert main(["formats", "bf16", "e4m3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("name") and out[1].startswith("bfloat16")
+    assert out[2].startswith("float8_e4m3fn")
+
+
+def test_bad_format_is_one_line_error(capsys):
+    assert main(["formats", "fp17"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'fp16'" in err and "Traceback" not in err
+
+
+def test_unknown_verb_exits_2():
+    with pytest.raises(SystemExit) as exc:
+        main(["frobnicate"])
+    assert exc.value.code == 2
