@@ -18,6 +18,8 @@ array([1.])
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -66,28 +68,69 @@ def round_to(
     return _neighbour_round(x, fmt, mode, generator)
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Per (input width, target format) tables for :func:`_bit_round`."""
+
+    uint: Any
+    #: keep-mask of the input's bits per input exponent field (the low bits the target drops are 0)
+    keep: np.ndarray
+    #: smallest input exponent field whose values are not below the target's smallest subnormal
+    tiny_below: int
+    #: bit pattern (magnitude) of the target's largest finite value, in the input's width
+    max_bits: int
+    #: the input's top (sign, exponent, kept mantissa) bits -> target storage, or None
+    prefix_table: np.ndarray | None
+    prefix_shift: int
+
+
+@cache
+def _layout(fmt: Format, wide: bool) -> _Layout:
+    uint: Any = np.uint64 if wide else np.uint32
+    in_mant, in_exp, in_bias = (52, 11, 1023) if wide else (23, 8, 127)
+    fields = np.arange(1 << in_exp)
+    unbiased = np.maximum(fields, 1) - in_bias
+    target_emin = int(np.log2(fmt.smallest_normal))
+    drop = (in_mant - fmt.mantissa_bits) + np.maximum(target_emin - unbiased, 0)
+    tiny_below = int(np.argmax(drop <= in_mant))
+    width = 64 if wide else 32
+    keep = np.array([((1 << width) - 1) ^ ((1 << min(int(d), in_mant)) - 1) for d in drop], dtype=uint)
+    float_dtype = np.float64 if wide else np.float32
+    max_bits = int(np.array(fmt.max, dtype=float_dtype).view(uint))
+    prefix_bits = 1 + in_exp + fmt.mantissa_bits
+    table = None
+    shift = width - prefix_bits
+    if not wide and prefix_bits <= 20 and not fmt.emulated:
+        prefixes = (np.arange(1 << prefix_bits, dtype=uint) << uint(shift)).view(float_dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            table = fmt.round(prefixes)
+    return _Layout(uint, keep, tiny_below, max_bits, table, shift)
+
+
 def _bit_round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator) -> np.ndarray:
     """Toward-zero / stochastic rounding by truncating the input's bit pattern (see module doc)."""
     x = np.ascontiguousarray(x)
     wide = x.dtype == np.float64
-    uint: Any = np.uint64 if wide else np.uint32
-    sint: Any = np.int64 if wide else np.int32
-    in_mant = 52 if wide else 23
-    in_bias = 1023 if wide else 127
+    lay = _layout(fmt, wide)
+    uint = lay.uint
     bits = x.view(uint)
-    sign = bits & uint(1 << (63 if wide else 31))
-    mag = bits ^ sign
-    exp_field = (mag >> uint(in_mant)).astype(sint)
-    unbiased = np.maximum(exp_field, 1) - in_bias
-    target_emin = int(np.log2(fmt.smallest_normal))
-    drop = (in_mant - fmt.mantissa_bits) + np.maximum(target_emin - unbiased, 0)
-    tiny = drop > in_mant  # |x| below the target's smallest subnormal
-    mask = (uint(1) << np.minimum(drop, in_mant).astype(uint)) - uint(1)
+    sign_bit = uint(1 << (63 if wide else 31))
+    mag = bits & ~sign_bit
+    exp_field = mag >> uint(52 if wide else 23)
+    keep = lay.keep.take(exp_field)
+    tiny = exp_field < lay.tiny_below
+    special = mag > lay.max_bits  # beyond max, inf, NaN
     if mode == "stochastic":
         raw = rng.bit_generator.random_raw(x.size if wide else (x.size + 1) // 2)
-        noise = raw.view(uint)[: x.size].reshape(x.shape) if x.size else np.zeros(x.shape, uint)
-        mag = mag + (noise & mask)
-    out = ((mag & ~mask) | sign).view(x.dtype)
+        noise = raw.view(uint)[: x.size].reshape(x.shape)
+        noise &= ~keep
+        mag += noise
+    mag &= keep
+    mag |= bits & sign_bit
+    if lay.prefix_table is not None:
+        result = lay.prefix_table.take(mag >> uint(lay.prefix_shift))
+    else:
+        result = mag.view(x.dtype).astype(fmt.storage_dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         if tiny.any():
             idx = np.nonzero(tiny)
@@ -95,9 +138,7 @@ def _bit_round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator) 
             up = np.zeros(magnitude.shape, bool)
             if mode == "stochastic":
                 up = rng.random(magnitude.shape) * fmt.smallest_subnormal < magnitude
-            out[idx] = np.copysign(np.where(up, fmt.smallest_subnormal, 0.0), x[idx]).astype(x.dtype)
-        special = (exp_field == (2047 if wide else 255)) | (np.abs(x) > fmt.max)
-        result = out.astype(fmt.storage_dtype)
+            result[idx] = fmt.round(np.copysign(np.where(up, fmt.smallest_subnormal, 0.0), x[idx]))
         if special.any():
             idx = np.nonzero(special)
             result[idx] = fmt.round(x[idx])
