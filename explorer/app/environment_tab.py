@@ -1,0 +1,107 @@
+"""Environment tab: framework versions, devices, and what the registry says about GPU kernels."""
+
+from __future__ import annotations
+
+import html
+import os
+import platform
+import sys
+from importlib import metadata
+
+from explorer.app.render import message_html, table_html
+from explorer.app.tab import NotAvailableYet, Tab
+
+#: Distributions whose versions the tab lists.
+PACKAGES: tuple[str, ...] = (
+    "numpy",
+    "ml_dtypes",
+    "tensorflow",
+    "keras",
+    "torch",
+    "jax",
+    "scipy",
+    "pandas",
+    "matplotlib",
+    "ipywidgets",
+    "jupyterlab",
+    "voila",
+    "precision-explorer",
+)
+
+
+def package_versions() -> dict[str, str]:
+    """Installed version of each package in :data:`PACKAGES` ("not installed" otherwise)."""
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+class EnvironmentTab(Tab):
+    """Versions, devices, backends, and the registry's GPU kernels on a machine without a GPU."""
+
+    title = "Environment"
+    key = "environment"
+    fields = ("op", "dtypes")
+
+    def render(self) -> None:
+        parts = [self._system_html(), self._backends_html()]
+        try:
+            parts.append(self._registry_html())
+        except NotAvailableYet as exc:
+            parts.append(message_html(str(exc), "info"))
+        self.show_html("".join(parts))
+        self.clear_message()
+
+    def _system_html(self) -> str:
+        rows = [
+            {"what": "python", "version": sys.version.split()[0]},
+            {"what": "platform", "version": platform.platform()},
+            {"what": "CPU cores", "version": str(os.cpu_count())},
+        ]
+        rows += [{"what": k, "version": v} for k, v in package_versions().items()]
+        return "<h4>Software</h4>" + table_html(rows)
+
+    def _backends_html(self) -> str:
+        from explorer.backends import BACKEND_NAMES, get_backend
+
+        rows = []
+        for name in BACKEND_NAMES:
+            backend = get_backend(name)
+            installed = backend.is_installed()
+            if name == "tensorflow" and not self.ctx.tf_ready:
+                devices = self.ctx.tf_loader.describe()
+            elif installed:
+                try:
+                    devices = ", ".join(backend.devices())
+                except Exception as exc:
+                    devices = f"unknown ({type(exc).__name__})"
+            else:
+                devices = "—"
+            rows.append({"backend": name, "installed": "yes" if installed else "no", "devices": devices})
+        gpu = ""
+        if self.ctx.tf_ready:
+            tf = self.ctx.tf_loader.result
+            gpus = tf.config.list_physical_devices("GPU")
+            gpu = (
+                f"<p>{len(gpus)} GPU(s) visible to TensorFlow; built with CUDA: "
+                f"{html.escape(str(tf.test.is_built_with_cuda()))}.</p>"
+            )
+        return "<h4>Backends and devices</h4>" + table_html(rows) + gpu
+
+    def _registry_html(self) -> str:
+        if not self.ctx.tf_ready:
+            return message_html(
+                "The TensorFlow kernel registry is read once TensorFlow has loaded.", "loading"
+            )
+        from explorer.app.adapters import registry_device_summary
+
+        summary, per_op = registry_device_summary(self.ctx, self.state.op, self.state.dtypes)
+        intro = (
+            "<h4>What the kernel registry declares</h4><p>Read from the installed TensorFlow wheel's own "
+            "kernel registry — so a machine without a GPU can still say which ops have GPU kernels.</p>"
+        )
+        return intro + table_html(summary) + f"<h4>{html.escape(self.state.op)}</h4>" + table_html(per_op)

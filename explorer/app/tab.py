@@ -1,0 +1,202 @@
+"""What every tab shares: a status line, a plot, a details area, figure export, error display."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+
+from explorer.app import render
+from explorer.app.jobs import Job
+
+if TYPE_CHECKING:
+    from explorer.app.context import AppContext
+
+
+class NotAvailableYet(Exception):
+    """An engine module this tab needs is not there (yet); shown as a calm message."""
+
+
+class Tab:
+    """Base of the app's tabs.
+
+    Subclasses set ``title``, ``key`` and ``fields`` (the state fields they depend
+    on) and implement :meth:`render`, which reads the state and calls
+    :meth:`show_figure`, :meth:`show_html` or :meth:`show_message`.  Errors raised
+    by ``render`` are shown inside the tab as a readable message.
+    """
+
+    title = "Tab"
+    key = "tab"
+    fields: tuple[str, ...] = ()
+    needs_tensorflow = False
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self.state = ctx.state
+        self.dirty = True
+        self.render_count = 0
+        self.last_render_seconds: float | None = None
+        self._figure: Any = None
+        self._render_lock = threading.RLock()
+
+        self.status = widgets.HTML(value="").add_class("px-status").add_class(f"px-{self.key}-status")
+        self.plot = widgets.Output().add_class("px-plot").add_class(f"px-{self.key}-plot")
+        self.details = widgets.Output().add_class("px-details").add_class(f"px-{self.key}-details")
+        self.export_png = widgets.Button(
+            description="PNG", tooltip="export the figure as PNG", layout=widgets.Layout(width="70px")
+        )
+        self.export_svg = widgets.Button(
+            description="SVG", tooltip="export the figure as SVG", layout=widgets.Layout(width="70px")
+        )
+        self.export_png.add_class("px-export-png").add_class(f"px-{self.key}-export-png")
+        self.export_svg.add_class("px-export-svg").add_class(f"px-{self.key}-export-svg")
+        self.export_link = widgets.HTML(value="").add_class("px-export-link")
+        self.export_png.on_click(lambda _: self._export("png"))
+        self.export_svg.on_click(lambda _: self._export("svg"))
+        self.export_bar = widgets.HBox(
+            [widgets.Label("Export figure:"), self.export_png, self.export_svg, self.export_link]
+        )
+        self.toolbar = widgets.HBox([])
+        self.widget = widgets.VBox([self.toolbar, self.status, self.plot, self.details, self.export_bar])
+        self.widget.add_class(f"px-tab-{self.key}")
+        self.build()
+
+    # ------------------------------------------------------------------ for subclasses
+
+    def build(self) -> None:
+        """Add tab-specific controls (to ``self.toolbar``); called once from __init__."""
+
+    def render(self) -> None:
+        """Draw the tab from the state."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ drawing
+
+    def refresh(self) -> None:
+        """Render now; any error becomes a message in the tab."""
+        with self._render_lock:
+            start = time.perf_counter()
+            self.dirty = False
+            try:
+                if self.needs_tensorflow and not self.ctx.tf_ready:
+                    self.show_message(
+                        self.ctx.tf_loader.describe() + " This tab fills in when it is ready.", "loading"
+                    )
+                    self.dirty = True
+                else:
+                    self.render()
+            except NotAvailableYet as exc:
+                self.show_message(str(exc), "info")
+            except Exception as exc:
+                self.show_error(exc)
+            self.render_count += 1
+            self.last_render_seconds = time.perf_counter() - start
+
+    def show_figure(self, fig: Any, alt: str = "") -> None:
+        """Show a matplotlib Figure (or Axes) as the tab's plot."""
+        fig = render.as_figure(fig)
+        self._figure = fig
+        self.plot.outputs = (render.figure_bundle(fig, alt or self.title),)
+        self.export_link.value = ""
+
+    def clear_figure(self) -> None:
+        """Remove the plot."""
+        self._figure = None
+        self.plot.outputs = ()
+
+    def show_html(self, markup: str) -> None:
+        """Show HTML (tables, explanations) below the plot."""
+        self.details.outputs = (render.html_bundle(markup),)
+
+    def show_message(self, text: str, kind: str = "info", detail: str = "") -> None:
+        """Show a one-line message in the status area."""
+        self.status.value = render.message_html(text, kind, detail)
+
+    def clear_message(self) -> None:
+        self.status.value = ""
+
+    def show_error(self, exc: BaseException, context: str = "") -> None:
+        """Show an exception as a readable message (full text folded under 'details')."""
+        detail = str(exc) if len(str(exc).splitlines()) > 1 else ""
+        self.show_message(
+            render.error_message(exc, context or f"{self.title} could not be drawn"), "error", detail
+        )
+
+    @property
+    def figure(self) -> Any:
+        """The figure shown now (None if none)."""
+        return self._figure
+
+    def export(self, fmt: str = "png") -> bytes:
+        """The current figure as PNG or SVG bytes (ValueError when there is none)."""
+        if self._figure is None:
+            raise ValueError(f"the {self.title} tab shows no figure to export yet")
+        return render.figure_bytes(self._figure, fmt, dpi=150)
+
+    def _export(self, fmt: str) -> None:
+        try:
+            data = self.export(fmt)
+        except Exception as exc:
+            self.export_link.value = render.message_html(render.error_message(exc), "warning")
+            return
+        mime = "image/png" if fmt == "png" else "image/svg+xml"
+        name = f"precision-explorer-{self.key}-{self.state.op}-{self.state.dtype}.{fmt}"
+        self.export_link.value = render.download_link(data, name, mime)
+
+    # ------------------------------------------------------------------ jobs
+
+    def job_panel(self) -> JobPanel:
+        """A progress bar + cancel button for this tab's background jobs."""
+        return JobPanel(self.key)
+
+
+class JobPanel:
+    """Progress bar, message and Cancel button bound to one :class:`Job` at a time."""
+
+    def __init__(self, key: str) -> None:
+        self.progress = widgets.FloatProgress(
+            value=0.0, min=0.0, max=1.0, layout=widgets.Layout(width="220px")
+        )
+        self.progress.add_class("px-progress").add_class(f"px-{key}-progress")
+        self.label = widgets.Label("").add_class("px-job-label")
+        self.cancel = widgets.Button(
+            description="Cancel", button_style="warning", disabled=True, layout=widgets.Layout(width="90px")
+        )
+        self.cancel.add_class("px-cancel").add_class(f"px-{key}-cancel")
+        self.cancel.on_click(self._cancel)
+        self.widget = widgets.HBox([self.progress, self.cancel, self.label])
+        self.job: Job | None = None
+
+    def _cancel(self, _: object = None) -> None:
+        if self.job is not None:
+            self.job.cancel()
+
+    def attach(self, job: Job) -> Job:
+        """Follow ``job``: progress, message, cancel; returns the job."""
+        self.job = job
+        self.cancel.disabled = False
+        self.progress.value = 0.0
+        self.progress.bar_style = ""
+        self.label.value = f"{job.name}: starting…"
+        job.on_progress(self._update).on_done(self._finish)
+        return job
+
+    def _update(self, job: Job) -> None:
+        self.progress.value = job.fraction
+        self.label.value = f"{job.name}: {job.message}" if job.message else job.name
+
+    def _finish(self, job: Job) -> None:
+        self.cancel.disabled = True
+        self.progress.value = job.fraction
+        styles = {"done": "success", "cancelled": "warning", "failed": "danger"}
+        self.progress.bar_style = styles.get(job.status, "")
+        secs = f" in {job.seconds:.1f} s" if job.seconds is not None else ""
+        text = {"done": f"done{secs}", "cancelled": f"cancelled{secs}", "failed": f"failed: {job.error}"}
+        self.label.value = f"{job.name}: {text.get(job.status, job.status)}"
+
+    @property
+    def running(self) -> bool:
+        return self.job is not None and self.job.running

@@ -1,0 +1,60 @@
+"""``precision-explorer lab``: open JupyterLab at notebooks/explorer.ipynb."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+VERB = "lab"
+HELP = "open JupyterLab at notebooks/explorer.ipynb (the explorer app)"
+
+
+def lab_command(root: Path, notebook: Path, port: int, *, open_browser: bool = True) -> list[str]:
+    """The JupyterLab command line serving ``root`` on 127.0.0.1 and opening ``notebook``."""
+    if not 0 < port < 65536:
+        raise ValueError(f"port must be between 1 and 65535, got {port}")
+    relative = Path(notebook).resolve().relative_to(Path(root).resolve()).as_posix()
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.default_url=/lab/tree/{relative}",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    if not open_browser:
+        cmd.append("--no-browser")
+    return cmd
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, default=8888, help="port on 127.0.0.1 (default 8888)")
+    parser.add_argument(
+        "--notebook", type=Path, default=None, help="notebook to open (default notebooks/explorer.ipynb)"
+    )
+    parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+
+
+def run(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from explorer.cli.app import find_notebook
+
+    notebook = (args.notebook if args.notebook is not None else find_notebook()).resolve()
+    if not notebook.is_file():
+        raise FileNotFoundError(f"notebook {notebook} not found")
+    root = notebook.parent.parent if notebook.parent.name == "notebooks" else notebook.parent
+    cmd = lab_command(root, notebook, args.port, open_browser=not args.no_browser)
+    if args.dry_run:
+        print(" ".join(cmd))
+        return 0
+    try:
+        return subprocess.call(cmd, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    except KeyboardInterrupt:
+        return 130

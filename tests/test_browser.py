@@ -1,0 +1,287 @@
+"""Real-browser tests: Playwright drives Debian's Chromium against Voila and JupyterLab.
+
+(a) Voila serves the app (workshop mode, offline template); changing the dtype
+changes the Kernels view; a screenshot of every tab goes to artifacts/screenshots/.
+(b) JupyterLab opens a copy of explorer.ipynb, runs it, a widget is changed and
+the output changes.
+
+Servers bind 127.0.0.1 on free ports and are always stopped.  Without Chromium or
+Playwright these tests skip, unless PX_REQUIRE_BROWSER=1 (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("PX_CHROMIUM", "/usr/bin/chromium")
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+#: Tabs in app order: (key, title).
+TABS = [
+    ("kernels", "Kernels"),
+    ("ranges", "Ranges"),
+    ("accuracy", "Accuracy"),
+    ("bits", "Bits"),
+    ("training", "Training"),
+    ("environment", "Environment"),
+]
+
+
+def _missing_browser() -> str:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install playwright)"
+    if not Path(CHROMIUM).exists():
+        return f"chromium not found at {CHROMIUM} (apt-get install chromium)"
+    return ""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    missing = _missing_browser()
+    if missing:
+        if os.environ.get("PX_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"PX_REQUIRE_BROWSER=1 but {missing}")
+        pytest.skip(missing)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"server at {url} not ready after {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def shoot(page: Any, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def img_src(page: Any, selector: str) -> str:
+    return str(page.eval_on_selector(selector, "el => el.getAttribute('src')"))
+
+
+def open_tab(page: Any, title: str) -> None:
+    page.locator(".px-tabs .lm-TabBar-tab", has_text=title).first.click()
+
+
+def wait_for_tab_content(page: Any, key: str, timeout_ms: int) -> None:
+    """Until the tab shows a figure, a table, or a message that is not 'loading'."""
+    page.wait_for_function(
+        """key => {
+            const tab = document.querySelector('.px-tab-' + key);
+            if (!tab) return false;
+            if (tab.querySelector('.px-plot img, .px-details table, .px-details .px-msg')) return true;
+            const msg = tab.querySelector('.px-status .px-msg');
+            return msg !== null && !msg.classList.contains('px-msg-loading');
+        }""",
+        arg=key,
+        timeout=timeout_ms,
+    )
+
+
+# ---------------------------------------------------------------------------------------- Voila
+
+
+@pytest.fixture(scope="module")
+def voila_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from explorer.cli.app import voila_command, voila_env, write_offline_template
+
+    tmp = tmp_path_factory.mktemp("voila")
+    port = free_port()
+    log = tmp / "voila.log"
+    cmd = voila_command(ROOT / "notebooks" / "explorer.ipynb", port)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            cmd,
+            env=voila_env(write_offline_template(tmp / "share")),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/api/kernelspecs", proc, log)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        stop(proc)
+
+
+def test_voila_serves_the_app_and_dtype_changes_kernels_view(browser: Any, voila_url: str) -> None:
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    external: list[str] = []
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:")):
+            r.continue_()
+        else:
+            external.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    try:
+        page.goto(voila_url, timeout=120_000)
+        page.wait_for_selector(".px-app", timeout=120_000)
+        # the Kernels heatmap appears once TensorFlow has loaded in the kernel
+        page.wait_for_selector(".px-kernels-plot img", timeout=120_000)
+        before = img_src(page, ".px-kernels-plot img")
+        page.select_option(".px-dtypes select", ["float32"])
+        page.wait_for_function(
+            "before => { const i = document.querySelector('.px-kernels-plot img');"
+            " return i !== null && i.getAttribute('src') !== before; }",
+            arg=before,
+            timeout=60_000,
+        )
+        assert img_src(page, ".px-kernels-plot img") != before
+        page.select_option(".px-dtypes select", ["float16", "bfloat16"])
+        for key, title in TABS:
+            open_tab(page, title)
+            wait_for_tab_content(page, key, 120_000)
+            page.wait_for_timeout(300)
+            assert shoot(page, f"voila-{key}").stat().st_size > 0
+        assert not external, f"the page fetched from outside 127.0.0.1: {external}"
+    finally:
+        page.close(run_before_unload=True)
+
+
+# ---------------------------------------------------------------------------------------- JupyterLab
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("lab")
+    root = tmp / "root"
+    root.mkdir()
+    shutil.copy(ROOT / "notebooks" / "explorer.ipynb", root / "explorer.ipynb")  # Lab autosaves: use a copy
+    settings = tmp / "settings"
+    settings.mkdir()
+    (settings / "overrides.json").write_text(
+        json.dumps(
+            {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+        )
+    )
+    port = free_port()
+    log = tmp / "lab.log"
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--allow-root",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--ServerApp.root_dir={root}",
+        "--IdentityProvider.token=",
+        "--PasswordIdentityProvider.hashed_password=",
+        "--ServerApp.disable_check_xsrf=True",
+        "--LabApp.expose_app_in_browser=True",
+        f"--LabApp.app_settings_dir={settings}",
+        "--LabApp.news_url=None",
+    ]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{base}/api/status", proc, log)
+        _delete_sessions(base)
+        yield base
+    finally:
+        try:
+            _delete_sessions(base)
+        finally:
+            stop(proc)
+
+
+def _delete_sessions(base: str) -> None:
+    with urllib.request.urlopen(f"{base}/api/sessions", timeout=10) as resp:
+        sessions = json.load(resp)
+    for session in sessions:
+        req = urllib.request.Request(f"{base}/api/sessions/{session['id']}", method="DELETE")
+        urllib.request.urlopen(req, timeout=10).close()
+
+
+def test_jupyterlab_runs_explorer_notebook_and_widget_changes_output(browser: Any, lab: str) -> None:
+    page = browser.new_page(viewport={"width": 1400, "height": 2200})
+    try:
+        page.goto(f"{lab}/lab/tree/explorer.ipynb?reset", timeout=120_000)
+        page.wait_for_function(
+            "() => { const s = document.querySelector('#jp-main-statusbar');"
+            " return s !== null && s.textContent.includes('Python 3 (ipykernel) | Idle'); }",
+            timeout=120_000,
+        )
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.wait_for_selector(".px-app", timeout=120_000)
+        open_tab(page, "Ranges")
+        page.locator(".px-ranges-plot img").first.scroll_into_view_if_needed(timeout=120_000)
+        page.wait_for_selector(".px-ranges-plot img", timeout=120_000)
+        before = img_src(page, ".px-ranges-plot img")
+        page.select_option(".px-op select", "exp")
+        page.wait_for_function(
+            "before => { const i = document.querySelector('.px-ranges-plot img');"
+            " return i !== null && i.getAttribute('src') !== before; }",
+            arg=before,
+            timeout=60_000,
+        )
+        assert img_src(page, ".px-ranges-plot img") != before
+        shoot(page, "lab-ranges")
+        prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+        assert prompts and all(p.strip().startswith("[") and p.strip() != "[ ]:" for p in prompts), prompts
+    finally:
+        page.close(run_before_unload=True)
