@@ -1,0 +1,1 @@
+"""Pure computations: each module returns plain data (dataclasses, DataFrames), no widgets or plots."""

@@ -1,0 +1,1 @@
+"""Pure plotting functions: ``(result, ax=None) -> Axes/Figure``, matplotlib without pyplot."""
