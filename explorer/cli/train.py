@@ -1,0 +1,98 @@
+"""``precision-explorer train``: train the digits model under Keras precision policies."""
+
+from __future__ import annotations
+
+import argparse
+
+VERB = "train"
+HELP = "train a small MLP/CNN on the bundled digits under mixed-precision policies (Keras on TensorFlow)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policy",
+        action="append",
+        metavar="P",
+        help="policy to train (repeatable; default: all six): float32, mixed_float16, "
+        "mixed_float16_no_scaling, mixed_bfloat16, float16, bfloat16",
+    )
+    parser.add_argument("--model", default="mlp", help="mlp or cnn (default mlp)")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs (default 10)")
+    parser.add_argument(
+        "--scenario",
+        default="default",
+        help="default, or underflow (loss x 2**-18: float16 gradients flush to zero)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--json", action="store_true", help="print a JSON list, one object per policy")
+    parser.add_argument("--out", metavar="DIR", help="write PNG plots (curves, histograms) to DIR")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from explorer.analysis.training import POLICY_NAMES, TrainingConfig, run_policies
+    from explorer.cli import print_json, print_table
+
+    policies = args.policy or list(POLICY_NAMES)
+    # validate everything before TensorFlow loads
+    for p in policies:
+        TrainingConfig(
+            policy=p, model=args.model, scenario=args.scenario, epochs=args.epochs, seed=args.seed
+        ).validated()
+
+    def progress(done: int, total: int) -> None:
+        if not args.json and sys.stderr.isatty():
+            print(f"\r{done}/{total} steps", end="", file=sys.stderr, flush=True)
+
+    results = run_policies(
+        policies,
+        model=args.model,
+        scenario=args.scenario,
+        epochs=args.epochs,
+        seed=args.seed,
+        progress=progress,
+    )
+    if not args.json and sys.stderr.isatty():
+        print(file=sys.stderr)
+    if args.out:
+        _write_plots(results, args.out)
+    if args.json:
+        print_json([r.to_dict() for r in results])
+        return 0
+    rows = []
+    for r in results:
+        f = r.final
+        rows.append(
+            {
+                "policy": r.policy,
+                "compute": r.compute_dtype,
+                "variables": r.variable_dtype,
+                "loss": f["loss"],
+                "accuracy": f["accuracy"],
+                "val_loss": f["val_loss"],
+                "val_accuracy": f["val_accuracy"],
+                "loss_scale": f["loss_scale"],
+                "grad_zero": r.grad_zero_fraction,
+                "skipped": r.skipped_steps,
+                "seconds": round(r.seconds, 2),
+            }
+        )
+    print_table(rows, list(rows[0]))
+    if args.out:
+        print(f"plots written to {args.out}")
+    return 0
+
+
+def _write_plots(results: list, out: str) -> None:
+    from pathlib import Path
+
+    from explorer.plots.training import plot_gradient_histogram, training_figure
+
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    training_figure(results).savefig(directory / "training.png", dpi=110)
+    for r in results:
+        if r.histograms:
+            ax = plot_gradient_histogram(r.histograms)
+            ax.figure.savefig(directory / f"gradients_{r.policy}.png", dpi=110)
