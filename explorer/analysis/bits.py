@@ -1,0 +1,219 @@
+"""The bit inspector: a value in a format, field by field.
+
+>>> info = inspect_value("0.1", "float16")
+>>> info.sign, info.exponent_bits, info.mantissa_bits
+(0, '01011', '1001100110')
+>>> info.exact
+'0.0999755859375'
+>>> info.below, info.above
+(0.09991455078125, 0.10003662109375)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from explorer.analysis.ranges import from_ordinals, ordinals
+from explorer.formats import Format, decode, encode, resolve
+
+#: Classes of a value.
+VALUE_CLASSES: tuple[str, ...] = ("zero", "subnormal", "normal", "inf", "nan")
+
+
+@dataclass(frozen=True)
+class BitInfo:
+    """One value rounded (nearest-even) to a format, and its anatomy."""
+
+    format: str
+    #: the value asked about (as parsed, float64)
+    input: float
+    #: the stored value (float64; exact)
+    value: float
+    #: the stored value's exact decimal expansion
+    exact: str
+    #: the bit pattern, most significant bit first, ``bits`` characters wide
+    bits: str
+    hex: str
+    #: sign bit (None for formats without a sign)
+    sign: int | None
+    exponent_bits: str
+    mantissa_bits: str
+    #: stored exponent field as an integer
+    exponent_field: int
+    #: unbiased exponent (None for zero, inf and NaN)
+    exponent: int | None
+    #: one of :data:`VALUE_CLASSES`
+    kind: str
+    #: the next smaller / larger non-NaN values of the format (None at the ends or for NaN)
+    below: float | None
+    above: float | None
+    #: stored value minus the value asked about (exact for decimal strings, rounded to float64)
+    rounding_error: float
+    #: ``rounding_error / |input|`` (None when the input is 0, inf or NaN)
+    relative_error: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values."""
+        return dict(self.__dict__)
+
+    def __repr__(self) -> str:
+        return (
+            f"BitInfo({self.format}: {self.input!r} -> {self.value!r} = {self.bits} "
+            f"[{self.kind}], error {self.rounding_error!r})"
+        )
+
+
+def _parse(value: Any) -> tuple[float, Fraction | None]:
+    """float64 of the value, and its exact rational value when it has one."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError(f"cannot read {value!r} as a number; write e.g. 0.1, 1e-5, -inf, nan") from None
+        exact = None
+        if np.isfinite(number):
+            try:
+                exact = Fraction(text)
+            except ValueError:
+                exact = Fraction(number)
+        return number, exact
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"value must be a number or a numeric string, got {type(value).__name__}")
+    number = float(value)
+    exact = (
+        Fraction(int(value))
+        if isinstance(value, int | np.integer)
+        else (Fraction(number) if np.isfinite(number) else None)
+    )
+    return number, exact
+
+
+def value_class(values: np.ndarray, fmt: Any) -> np.ndarray:
+    """Class (:data:`VALUE_CLASSES`) of each value of ``fmt``.
+
+    >>> value_class(np.array([0.0, 1e-6, 1.0, np.inf]), "float16").tolist()
+    ['zero', 'subnormal', 'normal', 'inf']
+    """
+    fmt = resolve(fmt)
+    v = np.asarray(values, dtype=np.float64)
+    out = np.full(v.shape, "normal", dtype=object)
+    a = np.abs(v)
+    out[(a > 0) & (a < fmt.smallest_normal)] = "subnormal"
+    out[v == 0] = "zero"
+    out[np.isinf(v)] = "inf"
+    out[np.isnan(v)] = "nan"
+    return out
+
+
+def _fields(pattern: int, fmt: Format) -> tuple[int | None, int, int]:
+    mantissa = pattern & ((1 << fmt.mantissa_bits) - 1)
+    exponent = (pattern >> fmt.mantissa_bits) & ((1 << fmt.exponent_bits) - 1)
+    sign = (pattern >> (fmt.bits - 1)) & 1 if fmt.has_sign else None
+    return sign, exponent, mantissa
+
+
+def _neighbours(value: float, fmt: Format) -> tuple[float | None, float | None]:
+    if np.isnan(value):
+        return None, None
+    ords = ordinals(np.array([value]), fmt)[0]
+    candidates = from_ordinals(np.array([ords - 1, ords + 1]), fmt) if fmt.bits == 64 else None
+    if candidates is None:
+        values = []
+        for o in (ords - 1, ords + 1):
+            magnitude = abs(int(o))
+            if magnitude >= (1 << (fmt.bits - (1 if fmt.has_sign else 0))) or (o < 0 and not fmt.has_sign):
+                values.append(np.nan)
+            else:
+                values.append(float(from_ordinals(np.array([o]), fmt)[0]))
+        candidates = np.array(values)
+    below, above = (float(c) if not np.isnan(c) else None for c in candidates)
+    if value == 0:  # step over the other zero
+        below = below if below != 0 else None
+    return below, above
+
+
+def inspect_value(value: Any, fmt: Any) -> BitInfo:
+    """Round ``value`` (a number, or a decimal string for an exact rounding error) to ``fmt``
+    and take it apart: sign, exponent and mantissa fields, exact value, neighbours, error.
+
+    >>> inspect_value(65519, "float16").value, inspect_value(65520, "float16").value
+    (65504.0, inf)
+    """
+    fmt = resolve(fmt)
+    number, exact_in = _parse(value)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pattern = int(encode(np.array([number]), fmt)[0])
+    stored = float(decode(np.array([pattern]), fmt)[0])
+    sign, exp_field, mantissa = _fields(pattern, fmt)
+    kind = str(value_class(np.array([stored]), fmt)[0])
+    exponent = None
+    if kind == "normal":
+        exponent = exp_field - fmt.bias
+    elif kind == "subnormal":
+        exponent = 1 - fmt.bias
+    below, above = _neighbours(stored, fmt)
+    if exact_in is not None and np.isfinite(stored):
+        error_exact = Fraction(stored) - exact_in
+        error = float(error_exact)
+        relative = float(error_exact / abs(exact_in)) if exact_in != 0 else None
+    else:
+        with np.errstate(invalid="ignore"):
+            error = stored - number
+        relative = None
+    width = fmt.bits
+    return BitInfo(
+        format=fmt.name,
+        input=number,
+        value=stored,
+        exact=str(Decimal(stored)) if np.isfinite(stored) else str(stored),
+        bits=format(pattern, f"0{width}b"),
+        hex=f"0x{pattern:0{(width + 3) // 4}x}",
+        sign=sign,
+        exponent_bits=format(exp_field, f"0{fmt.exponent_bits}b"),
+        mantissa_bits=format(mantissa, f"0{fmt.mantissa_bits}b") if fmt.mantissa_bits else "",
+        exponent_field=exp_field,
+        exponent=exponent,
+        kind=kind,
+        below=below,
+        above=above,
+        rounding_error=error,
+        relative_error=relative,
+    )
+
+
+def value_table(fmt: Any) -> Any:
+    """Every code point of a format of 8 bits or fewer, as a pandas DataFrame with columns
+    ``code, bits, hex, value, class, sign, exponent_field, mantissa_field``.
+
+    >>> value_table("float4_e2m1fn").value.tolist()[:4]
+    [0.0, 0.5, 1.0, 1.5]
+    """
+    import pandas as pd
+
+    fmt = resolve(fmt)
+    if fmt.bits > 8:
+        raise ValueError(
+            f"{fmt.name} has {fmt.bits} bits; the value table lists formats of 8 bits or "
+            "fewer (use inspect_value for single values)"
+        )
+    codes = np.arange(1 << fmt.bits)
+    values = decode(codes, fmt)
+    fields = [_fields(int(c), fmt) for c in codes]
+    return pd.DataFrame(
+        {
+            "code": codes,
+            "bits": [format(int(c), f"0{fmt.bits}b") for c in codes],
+            "hex": [f"0x{int(c):02x}" for c in codes],
+            "value": values,
+            "class": value_class(values, fmt),
+            "sign": [f[0] for f in fields],
+            "exponent_field": [f[1] for f in fields],
+            "mantissa_field": [f[2] for f in fields],
+        }
+    )
