@@ -1,0 +1,59 @@
+"""``precision-explorer accuracy``: ULP error of each backend against the correctly rounded reference."""
+
+from __future__ import annotations
+
+import argparse
+
+VERB = "accuracy"
+HELP = "error in ULPs of an elementwise op per backend, against float64 correctly rounded to the format"
+
+COLUMNS = [
+    "backend",
+    "status",
+    "max_ulp",
+    "mean_ulp",
+    "correctly_rounded_fraction",
+    "n_inputs",
+    "exhaustive",
+    "n_nan_mismatch",
+]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--op", required=True, help="elementwise op, e.g. exp, tanh, add")
+    parser.add_argument("--dtype", required=True, help="format, e.g. float16, bf16")
+    parser.add_argument(
+        "--backend",
+        action="append",
+        default=None,
+        help="backend to measure (repeat for several; default: numpy, tensorflow, emulated)",
+    )
+    parser.add_argument(
+        "--disagreements",
+        type=int,
+        default=10,
+        help="how many inputs where backends differ to list (text output)",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON list, one entry per backend")
+
+
+def run(args: argparse.Namespace) -> int:
+    from explorer.analysis.accuracy import accuracy
+    from explorer.analysis.ranges import DEFAULT_BACKENDS
+    from explorer.cli import print_json, print_table
+
+    backends = tuple(args.backend) if args.backend else DEFAULT_BACKENDS
+    result = accuracy(args.op, args.dtype, backends)
+    rows = [b.to_dict() for b in result.backends]
+    if args.json:
+        print_json(rows)
+    else:
+        scope = "every finite value" if result.exhaustive else "sampled inputs"
+        print(f"{result.op} in {result.format} ({scope})")
+        print_table(rows, COLUMNS)
+        n = result.n_disagreements()
+        if n:
+            print(f"\n{n} inputs where the backends differ; first {min(n, args.disagreements)}:")
+            shown = result.disagreements(args.disagreements)
+            print_table(shown, list(shown[0]))
+    return 0 if result.results else 1
