@@ -126,8 +126,10 @@ class Job:
         self.seconds = time.perf_counter() - start
         if self.status == "done":
             self.fraction = 1.0
-        self._done.set()
-        self._fire(self._done_callbacks)
+        try:
+            self._fire(self._done_callbacks)  # the UI is up to date when wait() returns
+        finally:
+            self._done.set()
 
     def _fire(self, callbacks: list[Callable[[Job], None]]) -> None:
         for callback in list(callbacks):

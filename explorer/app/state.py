@@ -32,10 +32,11 @@ MODE_CHOICES: tuple[str, ...] = ("registry", "eager", "xla")
 DEFAULT_POLICIES: tuple[str, ...] = (
     "float32",
     "mixed_float16",
-    "mixed_float16_no_loss_scale",
+    "mixed_float16_no_scaling",
     "mixed_bfloat16",
     "float16",
     "bfloat16",
+    "fp8_emulated",
 )
 #: The fields of the selection, in display order.
 FIELDS: tuple[str, ...] = ("op", "dtypes", "device", "backends", "mode", "value", "policies")
