@@ -1,0 +1,502 @@
+"""Kernel availability: declared by TensorFlow's registry, probed by running, explained.
+
+>>> from explorer.analysis.availability import availability
+>>> res = availability(ops=["cholesky"], dtypes=["float16"], backends=["tensorflow"], progress=False)
+>>> sorted(res.rows["mode"].unique())
+['eager', 'registry', 'xla']
+
+Every row has the keys of :data:`ROW_KEYS` (what the CLI prints with ``--json``)
+plus :data:`EXTRA_KEYS`.  In mode ``registry`` the device is the registry device
+type (``CPU``, ``XLA_CPU_JIT``, ``GPU``, ``XLA_GPU_JIT``) and ``ok`` means a kernel
+is registered.  Probed rows come from running the catalog op in a sandbox worker;
+they are cached on disk per environment (see :mod:`explorer.analysis.envcache`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from explorer.analysis import envcache
+from explorer.analysis.explain import disagreement, explain, refine_status
+from explorer.analysis.probe import Probe, run_probes
+from explorer.analysis.registry import REGISTRY_DEVICE, Registry, get_registry, registry_device
+from explorer.outcome import Status
+
+#: the keys of every row, in order (``precision-explorer kernels --json``)
+ROW_KEYS: tuple[str, ...] = (
+    "backend",
+    "op",
+    "raw_op",
+    "dtype",
+    "device",
+    "mode",
+    "status",
+    "error",
+    "explanation",
+    "workaround",
+)
+#: further columns of :attr:`AvailabilityResult.rows`
+EXTRA_KEYS: tuple[str, ...] = (
+    "group",
+    "tf_public",
+    "declared",
+    "disagreement",
+    "detail",
+    "workaround_how",
+    "ran_on",
+    "result_dtype",
+    "seconds",
+    "cached",
+)
+#: modes a user may ask for
+AVAILABILITY_MODES: tuple[str, ...] = ("registry", "eager", "xla")
+#: cache file format version
+CACHE_VERSION = 1
+
+
+@dataclass
+class AvailabilityResult:
+    """Rows (a DataFrame with :data:`ROW_KEYS` + :data:`EXTRA_KEYS`) and where they come from."""
+
+    rows: Any
+    #: versions, platform, CPU model, device names
+    environment: dict[str, Any] = field(default_factory=dict)
+    #: wall-clock seconds the sweep took
+    seconds: float = 0.0
+    #: probes actually run (not from the cache)
+    probed: int = 0
+    #: probe rows taken from the cache
+    cached: int = 0
+
+    def disagreements(self) -> Any:
+        """Rows where the registry and the run disagree, with the reason."""
+        return self.rows[self.rows["disagreement"].astype(bool)]
+
+    def records(self, full: bool = False) -> list[dict[str, Any]]:
+        """Rows as plain dicts (only :data:`ROW_KEYS` unless ``full``)."""
+        cols = list(ROW_KEYS) + (list(EXTRA_KEYS) if full else [])
+        return [{k: _plain(v) for k, v in r.items()} for r in self.rows[cols].to_dict("records")]
+
+    def filter(self, group: str | None = None, name: str | None = None, **equal: Any) -> AvailabilityResult:
+        """Rows of one op group and/or whose op or raw op contains ``name``; ``equal``
+        keeps rows whose column equals the value (e.g. ``mode="eager"``)."""
+        rows = filter_rows(self.rows, group=group, name=name, **equal)
+        return AvailabilityResult(rows, self.environment, self.seconds, self.probed, self.cached)
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, float) and value != value:  # NaN from pandas
+        return None
+    return value
+
+
+def filter_rows(rows: Any, group: str | None = None, name: str | None = None, **equal: Any) -> Any:
+    """Filter an availability DataFrame by op group, name substring and column values."""
+    from explorer.ops import GROUPS
+
+    mask = rows["op"].notna()
+    if group is not None:
+        if group not in GROUPS:
+            raise ValueError(f"unknown group {group!r}; valid groups: {', '.join(GROUPS)}")
+        mask &= rows["group"] == group
+    if name:
+        key = name.lower()
+        mask &= rows["op"].str.lower().str.contains(key, regex=False) | rows[
+            "raw_op"
+        ].str.lower().str.contains(key, regex=False)
+    for column, value in equal.items():
+        if column not in rows.columns:
+            raise ValueError(f"unknown column {column!r}; valid: {', '.join(rows.columns)}")
+        mask &= rows[column] == value
+    return rows[mask].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- what to run
+
+
+@dataclass(frozen=True)
+class Target:
+    """An op asked for: a catalog op (with its raw ops) or a raw op without a catalog entry."""
+
+    name: str
+    raw_ops: tuple[str, ...]
+    catalog: bool
+    group: str = ""
+    tf_public: str = ""
+
+
+def resolve_targets(names: list[str] | None, reg: Registry | None) -> list[Target]:
+    """Catalog ops by name (all when None) and raw TensorFlow ops by name.
+
+    A raw op name selects the catalog ops that run it, or, when none does, the raw
+    op itself (registry rows only).  Unknown names raise ValueError.
+    """
+    from explorer.ops import catalog, find_by_raw_op, get_op
+
+    def of(op: Any) -> Target:
+        return Target(op.name, tuple(op.tf_raw_ops), True, op.group, op.tf_public)
+
+    if names is None:
+        return [of(op) for op in catalog().values()]
+    out: list[Target] = []
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"op names must be strings, got {name!r}")
+        found = catalog().get(name) or catalog().get(name.strip().lower())
+        if found is not None:
+            out.append(of(found))
+            continue
+        if reg is not None and reg.has_op(name):
+            raw = reg.op(name).name
+            users = find_by_raw_op(raw)
+            out.extend(of(op) for op in users) if users else out.append(Target(raw, (raw,), False))
+            continue
+        get_op(name)  # raises the catalog's ValueError with close matches
+    seen: set[str] = set()
+    return [t for t in out if not (t.name in seen or seen.add(t.name))]  # type: ignore[func-returns-value]
+
+
+def _check_list(values: list[str] | None, valid: tuple[str, ...], what: str) -> list[str] | None:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        values = [values]
+    bad = [v for v in values if v not in valid]
+    if bad:
+        raise ValueError(f"unknown {what} {', '.join(map(repr, bad))}; valid: {', '.join(valid)}")
+    return list(values)
+
+
+# ---------------------------------------------------------------- registry rows
+
+
+def _declared_for(reg: Registry, raws: tuple[str, ...], dtype: str, device_type: str) -> str | None:
+    statuses = [reg.declared(r, dtype, device_type) for r in raws if reg.has_op(r)]
+    if not statuses:
+        return None
+    for worst in (Status.UNSUPPORTED_DTYPE, Status.NO_KERNEL):
+        if worst in statuses:
+            return worst.value
+    return Status.OK.value
+
+
+def declared_rows(reg: Registry, targets: list[Target], dtypes: list[str], devices: list[str]) -> list[dict]:
+    """Registry rows (mode ``registry``) for each target's raw ops × dtypes × the eager and XLA
+    device types of ``devices``."""
+    rows = []
+    for t in targets:
+        for raw in t.raw_ops:
+            if not reg.has_op(raw):
+                continue
+            for dtype in dtypes:
+                for device in devices:
+                    for mode in ("eager", "xla"):
+                        dev_type = registry_device(device, mode)
+                        if dev_type not in reg.device_types:
+                            continue
+                        row = _row("tensorflow", t, dtype, dev_type, "registry")
+                        row["raw_op"] = raw
+                        row["status"] = reg.declared(raw, dtype, dev_type).value
+                        row["declared"] = row["status"]
+                        row["explanation"] = explain(row, reg)
+                        rows.append(row)
+    return rows
+
+
+def _row(backend: str, t: Target, dtype: str, device: str, mode: str) -> dict[str, Any]:
+    return {
+        "backend": backend,
+        "op": t.name,
+        "raw_op": ",".join(t.raw_ops),
+        "dtype": dtype,
+        "device": device,
+        "mode": mode,
+        "status": "",
+        "error": "",
+        "explanation": "",
+        "workaround": "",
+        "group": t.group,
+        "tf_public": t.tf_public,
+        "declared": None,
+        "disagreement": "",
+        "detail": "",
+        "workaround_how": "",
+        "ran_on": None,
+        "result_dtype": None,
+        "seconds": 0.0,
+        "cached": False,
+    }
+
+
+# ---------------------------------------------------------------- the cache
+
+
+def cache_path(env: dict[str, Any] | None = None) -> Any:
+    """The probe cache file for this environment."""
+    return envcache.cache_dir() / f"availability-{envcache.environment_key(env)}.json"
+
+
+def _load_cache(path: Any) -> dict[str, Any]:
+    data = envcache.read_json(path)
+    if (
+        not isinstance(data, dict)
+        or data.get("version") != CACHE_VERSION
+        or not isinstance(data.get("records"), dict)
+    ):
+        return {"version": CACHE_VERSION, "records": {}, "devices": {}}
+    return data
+
+
+def clear_cache() -> int:
+    """Remove every availability cache file; returns how many were removed."""
+    removed = 0
+    for path in envcache.cache_dir().glob("availability-*.json"):
+        path.unlink()
+        removed += 1
+    return removed
+
+
+# ---------------------------------------------------------------- the sweep
+
+
+def worker_devices() -> dict[str, Any]:
+    """Worker side: TensorFlow's device names and details (for snapshots)."""
+    from explorer.backends.tensorflow_backend import import_tensorflow
+
+    tf = import_tensorflow()
+    out = {"tensorflow": [d.name for d in tf.config.list_logical_devices()]}
+    gpus = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        try:
+            details = tf.config.experimental.get_device_details(gpu)
+        except Exception:
+            details = {}
+        gpus.append({"name": gpu.name, **{k: str(v) for k, v in details.items()}})
+    out["gpus"] = gpus
+    return out
+
+
+def availability(
+    ops: list[str] | None = None,
+    dtypes: list[str] | None = None,
+    backends: list[str] | None = None,
+    devices: list[str] | None = None,
+    modes: list[str] | None = None,
+    use_cache: bool = True,
+    progress: bool = True,
+    probe_timeout: float = 60.0,
+    registry: Registry | None = None,
+) -> AvailabilityResult:
+    """Declared and probed availability for catalog ops (and raw ops: registry rows only).
+
+    ``ops``: catalog or raw op names (default: the whole catalog); ``dtypes``: format
+    names (default: every float dtype TensorFlow has); ``backends``: default every
+    backend (torch rows say ``not_installed`` when it is absent); ``devices``: ``CPU``
+    and/or ``GPU`` (default CPU); ``modes``: ``registry``, ``eager``, ``xla`` (default all).
+    """
+    from explorer.backends import BACKEND_NAMES, get_backend, normalize_device
+    from explorer.formats import resolve
+
+    start = time.perf_counter()
+    modes = _check_list(modes, AVAILABILITY_MODES, "mode") or list(AVAILABILITY_MODES)
+    backends = [get_backend(b).name for b in (backends or list(BACKEND_NAMES))]
+    devices = [normalize_device(d) for d in (devices or ["CPU"])]
+    reg = registry if registry is not None else get_registry()
+    targets = resolve_targets(ops, reg)
+    dts = [resolve(d).name for d in dtypes] if dtypes else list(reg.float_dtypes)
+    rows: list[dict[str, Any]] = []
+    if "registry" in modes and "tensorflow" in backends:
+        dts_tf = [d for d in dts if d in reg.float_dtypes]
+        rows += declared_rows(reg, targets, dts_tf, devices)
+    run_modes = [m for m in modes if m != "registry"]
+    probes: list[Probe] = []
+    for backend in backends:
+        b = get_backend(backend)
+        for t in targets:
+            if not t.catalog:
+                continue
+            for dtype in dts:
+                for device in devices:
+                    for mode in run_modes:
+                        if mode in b.modes:
+                            probes.append(Probe(backend, t.name, dtype, device, mode))
+    env = envcache.environment()
+    path = cache_path(env)
+    cache = _load_cache(path) if use_cache else {"version": CACHE_VERSION, "records": {}, "devices": {}}
+    records: dict[str, dict[str, Any]] = cache["records"]
+    todo = [p for p in probes if p.key not in records]
+    fresh: set[str] = set()
+    local = [p for p in todo if not get_backend(p.backend).is_installed()]
+    for p in local:
+        records[p.key] = {
+            "status": Status.NOT_INSTALLED.value,
+            "error": f"{p.backend} is not installed",
+            "detail": "",
+            "ran_on": None,
+            "result_dtype": None,
+            "seconds": 0.0,
+            "workaround": "",
+            "workaround_how": "",
+            "workaround_failures": "",
+        }
+        fresh.add(p.key)
+    remote = [p for p in todo if get_backend(p.backend).is_installed()]
+    if remote:
+        places = {p.key: _kernel_places(reg, p) for p in remote if p.backend == "tensorflow"}
+        bar = _progress_bar(len(remote), progress)
+        try:
+            got = run_probes(
+                remote,
+                probe_timeout=probe_timeout,
+                places=places,
+                on_progress=bar.update if bar is not None else None,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+        records.update(got)
+        fresh.update(got)
+        if "tensorflow" in {p.backend for p in remote}:
+            from explorer.sandbox import default_sandbox
+
+            try:
+                cache["devices"] = default_sandbox().call("tensorflow", worker_devices, timeout=120.0)
+            except Exception as exc:  # the device list is informative only
+                cache["devices"] = {"error": str(exc)}
+    if fresh:
+        envcache.write_json_atomic(
+            path,
+            {
+                "version": CACHE_VERSION,
+                "environment": env,
+                "records": records,
+                "devices": cache.get("devices", {}),
+            },
+        )
+    by_name = {t.name: t for t in targets}
+    for p in probes:
+        rows.append(_probe_row(p, by_name[p.op], records[p.key], reg, cached=p.key not in fresh))
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=list(ROW_KEYS) + list(EXTRA_KEYS))
+    environment = dict(
+        env,
+        devices=cache.get("devices", {}),
+        tf_version=reg.tf_version,
+        registry_device_types=list(reg.device_types),
+    )
+    return AvailabilityResult(
+        frame,
+        environment,
+        time.perf_counter() - start,
+        probed=len(fresh),
+        cached=len(probes) - len([p for p in probes if p.key in fresh]),
+    )
+
+
+def _kernel_places(reg: Registry, p: Probe) -> list[tuple[str, str]]:
+    from explorer.ops import get_op
+
+    raws = get_op(p.op).tf_raw_ops
+    if p.dtype not in reg.float_dtypes:
+        return []
+    return [
+        (dev, mode)
+        for (dev, mode), dev_type in REGISTRY_DEVICE.items()
+        if dev_type in reg.device_types and _declared_for(reg, raws, p.dtype, dev_type) == "ok"
+    ]
+
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    if not enabled or total == 0:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="probing kernels", unit="probe")
+
+
+def _probe_row(p: Probe, t: Target, record: dict[str, Any], reg: Registry, cached: bool) -> dict[str, Any]:
+    row = _row(p.backend, t, p.dtype, p.device, p.mode)
+    status = record["status"]
+    if p.backend == "tensorflow":
+        status = refine_status(status, record.get("error", ""), reg, p.dtype, p.device, p.mode)
+        if p.dtype in reg.float_dtypes:
+            row["declared"] = _declared_for(reg, t.raw_ops, p.dtype, registry_device(p.device, p.mode))
+    row.update(
+        status=status,
+        error=record.get("error", ""),
+        detail=record.get("detail", ""),
+        ran_on=record.get("ran_on"),
+        result_dtype=record.get("result_dtype"),
+        seconds=float(record.get("seconds") or 0.0),
+        cached=cached,
+        workaround=record.get("workaround", "") if status != Status.OK.value else "",
+        workaround_how=record.get("workaround_how", "") if status != Status.OK.value else "",
+    )
+    row["explanation"] = explain(row, reg if p.backend == "tensorflow" else None)
+    if row["workaround_how"]:
+        row["explanation"] += f" Workaround: {row['workaround_how']}."
+    elif status != Status.OK.value and record.get("workaround_failures"):
+        row["explanation"] += f" No workaround found ({record['workaround_failures'][:300]})."
+    if p.backend == "tensorflow":
+        row["disagreement"] = disagreement(row["declared"], status, row, reg)
+    return row
+
+
+def probe_sweep(
+    ops: list[str] | None = None,
+    dtypes: list[str] | None = None,
+    backends: list[str] | None = None,
+    devices: list[str] | None = None,
+    modes: list[str] | None = None,
+    **kwargs: Any,
+) -> AvailabilityResult:
+    """Probed rows only (modes ``eager`` / ``xla``); see :func:`availability`."""
+    modes = [m for m in (modes or ["eager", "xla"]) if m != "registry"]
+    return availability(ops, dtypes, backends, devices, modes, **kwargs)
+
+
+def registry_gaps(
+    dtypes: tuple[str, ...] = ("float16", "bfloat16"),
+    device_type: str = "CPU",
+    ops: list[str] | None = None,
+    registry: Registry | None = None,
+) -> Any:
+    """Ops (catalog ops by default, or raw op names) with no kernel on ``device_type`` for
+    each dtype, from the registry: DataFrame ``op, raw_op, dtype, status, kernel_devices``."""
+    import pandas as pd
+
+    reg = registry if registry is not None else get_registry()
+    reg.check_device_type(device_type)
+    targets = resolve_targets(ops, reg)
+    out = []
+    for t in targets:
+        for raw in t.raw_ops:
+            if not reg.has_op(raw):
+                continue
+            for dtype in dtypes:
+                status = reg.declared(raw, dtype, device_type)
+                if status is not Status.OK:
+                    out.append(
+                        {
+                            "op": t.name,
+                            "raw_op": raw,
+                            "dtype": dtype,
+                            "status": status.value,
+                            "kernel_devices": ", ".join(reg.kernel_devices(raw, dtype)),
+                        }
+                    )
+    return pd.DataFrame(out, columns=["op", "raw_op", "dtype", "status", "kernel_devices"])
+
+
+def only_on(dtype: str, device_type: str, elsewhere: str, registry: Registry | None = None) -> list[str]:
+    """Raw ops (with any kernel) that have a ``dtype`` kernel on ``device_type`` but not on
+    ``elsewhere``: e.g. float16 kernels only on GPU, not on CPU."""
+    reg = registry if registry is not None else get_registry()
+    frame = reg.matrix(ops=reg.ops_with_kernels(), dtypes=[dtype], device_types=[device_type, elsewhere])
+    wide = frame.pivot(index="op", columns="device_type", values="status")
+    return sorted(wide.index[(wide[device_type] == "ok") & (wide[elsewhere] == "no_kernel")])
