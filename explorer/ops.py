@@ -173,7 +173,7 @@ def find_by_raw_op(raw_op: str) -> list[Op]:
     """Catalog ops that dispatch to the TensorFlow raw op ``raw_op``.
 
     >>> [op.name for op in find_by_raw_op("Cholesky")]
-    ['cholesky']
+    ['cholesky', 'lstsq']
     """
     return [op for op in _CATALOG.values() if raw_op in op.tf_raw_ops]
 
