@@ -326,7 +326,9 @@ def availability(
                             probes.append(Probe(backend, t.name, dtype, device, mode))
     env = envcache.environment()
     path = cache_path(env)
-    cache = _load_cache(path) if use_cache else {"version": CACHE_VERSION, "records": {}, "devices": {}}
+    cache: dict[str, Any] = (
+        _load_cache(path) if use_cache else {"version": CACHE_VERSION, "records": {}, "devices": {}}
+    )
     records: dict[str, dict[str, Any]] = cache["records"]
     todo = [p for p in probes if p.key not in records]
     fresh: set[str] = set()

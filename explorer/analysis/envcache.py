@@ -137,7 +137,7 @@ def environment() -> dict[str, Any]:
 
 
 def code_fingerprint() -> str:
-    """Hash of the sources that decide what a probe does (op catalog, backends, analysis)."""
+    """Hash of the sources that decide what a probe records (op catalog, backends, probe runner)."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for pattern in (
