@@ -143,10 +143,8 @@ def code_fingerprint() -> str:
     for pattern in (
         "ops.py",
         "backends/*.py",
-        "analysis/availability*.py",
-        "analysis/probe*.py",
-        "analysis/registry.py",
-        "analysis/explain.py",
+        "analysis/probe.py",
+        "analysis/workarounds.py",
     ):
         for path in sorted(root.glob(pattern)):
             with contextlib.suppress(OSError):
