@@ -1,6 +1,6 @@
 """Emulated fp8 training of the digits MLP in NumPy + ml_dtypes.
 
-The MLP of ``explorer.analysis.training`` (61-64-64-10, ReLU, softmax
+The MLP of ``explorer.analysis.training`` (60-64-64-10, ReLU, softmax
 cross-entropy, Adam on float32 master weights) is trained with every matrix
 multiply fed fp8 inputs, as NVIDIA TransformerEngine does on Hopper:
 
@@ -230,7 +230,7 @@ class Fp8Result:
 
 
 class _Mlp:
-    """61-64-64-10 ReLU MLP with float32 master weights and Adam."""
+    """60-64-64-10 ReLU MLP with float32 master weights and Adam."""
 
     def __init__(self, sizes: tuple[int, ...], seed: int, lr: float) -> None:
         rng = np.random.default_rng(seed)
