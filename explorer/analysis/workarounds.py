@@ -195,3 +195,8 @@ def first_working(options: list[tuple[str, str]], dtype: str) -> tuple[str, str,
             return description, code, ""
         failures.append(f"{description}: came back in {got}")
     return "", "", "; ".join(failures)
+
+
+def workaround_result_dtype(code: str) -> str:
+    """Run a workaround and return its result's dtype name (top-level, so a sandbox worker can run it)."""
+    return result_dtype(execute_workaround(code))
