@@ -931,7 +931,7 @@ _op(
     ("Mean", "Sub", "Square"),
     lambda tf, dt, x: tf.math.reduce_variance(x, axis=-1),
     numpy=lambda np, dt, x: np.var(x, axis=-1),
-    torch=lambda torch, dt, x: torch.var(x, dim=-1, unbiased=False),
+    torch=lambda torch, dt, x: torch.var(x, dim=-1, correction=0),
     doc="population variance of each row",
 )
 _op(
@@ -944,7 +944,7 @@ _op(
     ("Mean", "Sub", "Square", "Sqrt"),
     lambda tf, dt, x: tf.math.reduce_std(x, axis=-1),
     numpy=lambda np, dt, x: np.std(x, axis=-1),
-    torch=lambda torch, dt, x: torch.std(x, dim=-1, unbiased=False),
+    torch=lambda torch, dt, x: torch.std(x, dim=-1, correction=0),
     doc="population standard deviation of each row",
 )
 _op(
@@ -1352,7 +1352,7 @@ def _np_norm(np: Any, x: Any, offset: Any, scale: Any, axis: int) -> Any:
 
 
 def _torch_norm(torch: Any, x: Any, offset: Any, scale: Any, axis: int) -> Any:
-    var, mean = torch.var_mean(x, dim=axis, unbiased=False, keepdim=True)
+    var, mean = torch.var_mean(x, dim=axis, correction=0, keepdim=True)
     return (x - mean) * torch.rsqrt(var + 1e-3) * scale + offset
 
 
@@ -1667,7 +1667,7 @@ _op(
     "fused_batch_norm",
     "nn",
     3,
-    _norm_inputs((2, 4, 4, 3), 3),
+    concat(uniform(-2, 2, (2, 4, 4, 3)), uniform(0.5, 1.5, (3,)), uniform(-0.5, 0.5, (3,))),
     lambda x, s, o: _ref_norm(x.reshape(-1, 3), o, s, 0).reshape(x.shape),
     "tf.compat.v1.nn.fused_batch_norm",
     ("FusedBatchNormV3", "Cast"),
@@ -1794,7 +1794,7 @@ _op(
     ("MatMul", "Cast", "Reshape", "ExpandDims"),
     lambda tf, dt, x: tf.image.rgb_to_grayscale(x),
     numpy=lambda np, dt, x: np.matmul(x, np.asarray(_GRAY, dtype=dt))[..., None],
-    torch=lambda torch, dt, x: torch.matmul(x, torch.tensor(_GRAY, dtype=dt))[..., None],
+    torch=lambda torch, dt, x: torch.matmul(x, torch.tensor(_GRAY, dtype=dt, device=x.device))[..., None],
     doc="0.2989 R + 0.5870 G + 0.1140 B (TensorFlow computes every dtype in float32 and casts back)",
 )
 _op(
