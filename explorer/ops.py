@@ -25,9 +25,11 @@ Conventions every op follows:
   sigmoid, softmax, relu, pooling by reshaping) that formula is the call, as a
   NumPy user would write it; ops that need SciPy (erf, lgamma, igamma...) or a
   convolution have ``numpy=None``.
-- **tf_raw_ops** are the raw ops TensorFlow builds for the public call (read from
-  the traced graph in float32, minus Const / Identity / Placeholder; the cast
-  group traced in float16), the op's own kernel first.
+- **tf_raw_ops** are the raw ops TensorFlow builds for the public call, the op's
+  own kernel first: every node of the call traced with ``tf.function`` in float32
+  and in float16 (where the op's signature takes float16: casts appear only
+  there) that reads or writes a float or complex tensor, except Const, Identity,
+  IdentityN, Placeholder and NoOp.  tests/test_ops.py re-traces and compares.
 - **domain** (elementwise ops): the closed interval of inputs where the op is
   real-valued.  Outside it the IEEE result is NaN (log(-1), sqrt(-1), erfinv(2));
   inside it poles may still give +-inf (log(0) = -inf, erfinv(1) = inf,
