@@ -1,6 +1,9 @@
 """Rounding float values to a format: nearest-even, toward zero, stochastic.
 
-Nearest-even is ml_dtypes' own cast.  Toward-zero and stochastic rounding work
+Nearest-even is the NumPy / ml_dtypes cast, except from float64 to an ml_dtypes
+format or tf32: those casts go through float32 (rounding twice, which is wrong
+next to ties), so float64 inputs are rounded here in one step, by the same bit
+method as the other modes.  Toward-zero and stochastic rounding work
 on the bit pattern of the (float32 or float64) input: the number of low bits
 the target format cannot keep is computed per value (more of them in the
 target's subnormal range), random bits are added below that cut for
@@ -14,6 +17,8 @@ probability proportional to their distance.  Formats without a zero or a sign
 >>> import numpy as np
 >>> round_to(np.array([1.06]), "float8_e4m3fn", "toward_zero").astype(float)
 array([1.])
+>>> round_to(np.array([1 + 2**-8 + 2**-40]), "bfloat16").astype(float)  # the cast gives 1.0
+array([1.0078125])
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import numpy as np
 from explorer.formats import Format, resolve
 
 ROUNDING_MODES: tuple[str, ...] = ("nearest_even", "toward_zero", "stochastic")
+#: formats whose NumPy cast from float64 rounds once (correctly)
+_NATIVE = ("float64", "float32", "float16")
 
 
 def _check_mode(mode: str) -> None:
@@ -56,6 +63,9 @@ def round_to(
     if x.dtype.kind != "f" and x.dtype != fmt.storage_dtype:
         x = x.astype(np.float64)
     if mode == "nearest_even":
+        if x.dtype == np.float64 and fmt.name not in _NATIVE and fmt.has_sign and fmt.has_subnormals:
+            # ml_dtypes casts float64 through float32 (double rounding); round in one step
+            return _bit_round(x, fmt, mode, np.random.default_rng(0))
         with np.errstate(over="ignore", invalid="ignore"):
             return fmt.round(x)
     generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -119,7 +129,17 @@ def _bit_round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator) 
     exp_field = mag >> uint(52 if wide else 23)
     keep = lay.keep.take(exp_field)
     tiny = exp_field < lay.tiny_below
-    special = mag > lay.max_bits  # beyond max, inf, NaN
+    if mode == "nearest_even":
+        # values past max round to a finite float64 just past max, which the cast then
+        # turns into inf, NaN or max exactly as it does for any overflow
+        special = exp_field == uint((1 << (11 if wide else 8)) - 1)  # inf, NaN
+        lowest_kept = ~keep + uint(1)
+        half_minus_one = (lowest_kept >> uint(1)) - uint(1)
+        # the target code's last bit; in the binade [ss, 2 ss) only the implicit bit is kept: code 1
+        odd = ((mag & lowest_kept) != 0) | (lowest_kept == uint(1 << (52 if wide else 23)))
+        mag += half_minus_one + odd.astype(uint)
+    else:
+        special = mag > lay.max_bits  # beyond max, inf, NaN
     if mode == "stochastic":
         raw = rng.bit_generator.random_raw(x.size if wide else (x.size + 1) // 2)
         noise = raw.view(uint)[: x.size].reshape(x.shape)
@@ -135,8 +155,10 @@ def _bit_round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator) 
         if tiny.any():
             idx = np.nonzero(tiny)
             magnitude = np.abs(x[idx]).astype(np.float64)
-            up = np.zeros(magnitude.shape, bool)
-            if mode == "stochastic":
+            up = magnitude > fmt.smallest_subnormal / 2  # nearest-even: the tie goes to 0
+            if mode == "toward_zero":
+                up[:] = False
+            elif mode == "stochastic":
                 up = rng.random(magnitude.shape) * fmt.smallest_subnormal < magnitude
             result[idx] = fmt.round(np.copysign(np.where(up, fmt.smallest_subnormal, 0.0), x[idx]))
         if special.any():

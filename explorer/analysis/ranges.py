@@ -89,14 +89,13 @@ class NumberLine:
 
 
 def ulp_of_max(fmt: Any) -> float:
-    """The gap below the largest finite value of ``fmt``.
+    """The spacing of values in the binade of the largest finite value of ``fmt``.
 
     >>> ulp_of_max("float16")
     32.0
     """
     fmt = resolve(fmt)
-    below = from_ordinals(np.array([ordinals(np.array([fmt.max]), fmt)[0] - 1]), fmt)[0]
-    return float(fmt.max - below)
+    return float(2.0 ** (np.floor(np.log2(fmt.max)) - fmt.mantissa_bits))
 
 
 def overflow_threshold(fmt: Any) -> float:
@@ -225,12 +224,16 @@ def _beyond_range(reference: np.ndarray, true_finite: np.ndarray, fmt: Format) -
 def round_reference(reference: np.ndarray, fmt: Any) -> np.ndarray:
     """The float64 reference correctly rounded (nearest-even) to ``fmt``, as float64.
 
-    Rounding goes straight from float64 to the format (one rounding).
+    Rounding goes straight from float64 to the format in one step
+    (:func:`explorer.rounding.round_to`; the ml_dtypes cast would round twice,
+    through float32).
     """
+    from explorer.rounding import round_to
+
     fmt = resolve(fmt)
     with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return fmt.round(np.asarray(reference, dtype=np.float64)).astype(np.float64)
+        return round_to(np.asarray(reference, dtype=np.float64), fmt).astype(np.float64)
 
 
 def classify(

@@ -1,0 +1,289 @@
+"""Regions and thresholds, checked against independent exhaustive computations written here."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from explorer.analysis import ranges as R
+from explorer.formats import all_formats, resolve
+from explorer.ops import Op, uniform
+
+ALL16 = np.arange(1 << 16, dtype=np.uint16)
+
+
+def _finite_float16() -> np.ndarray:
+    x = ALL16.view(np.float16)
+    return np.unique(x[np.isfinite(x)].astype(np.float64))
+
+
+def _test_op(name: str, ref, np_call, tf_call) -> Op:  # type: ignore[no-untyped-def]
+    return Op(
+        name, "unary", 1, uniform(-1, 1), ref, f"tf.math.{name}", (), tf_call, numpy=np_call, elementwise=True
+    )
+
+
+SQUARE = _test_op("square", np.square, lambda np, dt, x: np.square(x), lambda tf, dt, x: tf.math.square(x))
+RECIPROCAL = _test_op(
+    "reciprocal", np.reciprocal, lambda np, dt, x: np.reciprocal(x), lambda tf, dt, x: tf.math.reciprocal(x)
+)
+
+
+# ---------------------------------------------------------------- number line
+
+
+@pytest.mark.parametrize("fmt", all_formats(), ids=lambda f: f.name)
+def test_number_line_boundaries_match_the_casts(fmt) -> None:  # type: ignore[no-untyped-def]
+    line = R.number_line(fmt)
+    # probe with the neighbours of each boundary in float32 (float64 for the wide formats):
+    # ml_dtypes casts float32 in one rounding (its float64 casts go through float32)
+    probe = np.float64 if fmt.name in ("float64", "float32") else np.float32
+    up = lambda v: np.nextafter(probe(v), probe(np.inf))  # noqa: E731
+    down = lambda v: np.nextafter(probe(v), probe(0))  # noqa: E731
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = lambda v: float(fmt.round(np.array([v], dtype=probe))[0])  # noqa: E731
+        if line.underflow_below is not None:
+            assert probe(line.underflow_below) == line.underflow_below
+            assert cast(line.underflow_below) == 0.0
+            assert cast(up(line.underflow_below)) == fmt.smallest_subnormal
+        assert probe(line.overflow_above) == line.overflow_above
+        above = cast(up(line.overflow_above))
+        below = cast(down(line.overflow_above))
+    assert below == fmt.max
+    if fmt.overflow == "saturate":
+        assert above == fmt.max
+    else:
+        assert not np.isfinite(above)
+    assert line.overflow_gives == fmt.overflow
+
+
+def test_ordinals_are_consecutive_over_every_float16_value() -> None:
+    x = _finite_float16()
+    ords = R.ordinals(x, "float16")
+    assert ords[0] == -0x7BFF and ords[-1] == 0x7BFF
+    assert np.all(np.diff(ords) == 1)
+    np.testing.assert_array_equal(R.from_ordinals(ords, "float16"), x)
+
+
+# ---------------------------------------------------------------- unary regions, float16, exhaustive
+
+
+def _independent_kinds_float16(y16: np.ndarray, x: np.ndarray, ref: np.ndarray) -> dict[str, np.ndarray]:
+    y = y16.astype(np.float64)
+    return {
+        "overflow": np.isinf(y) & ~np.isinf(ref),
+        "underflow": (y == 0) & (ref != 0),
+        "subnormal": (y != 0) & (np.abs(y) < np.finfo(np.float16).tiny),
+    }
+
+
+def test_exp_float16_numpy_thresholds_match_an_exhaustive_scan() -> None:
+    x = _finite_float16()
+    with np.errstate(over="ignore", under="ignore"):
+        y = np.exp(x.astype(np.float16))
+    regions = R.op_regions("exp", "float16", "numpy")
+    assert regions.exhaustive and regions.inputs.size == x.size == 63487
+    first_inf = x[np.isinf(y)].min()
+    assert regions.thresholds["overflow"]["positive"]["min"] == first_inf
+    assert regions.thresholds["overflow"]["positive"]["max"] == 65504.0
+    assert regions.thresholds["underflow"]["negative"]["max"] == x[y == 0].max()
+    sub = (y != 0) & (np.abs(y) < 2.0**-14)
+    assert regions.thresholds["subnormal"]["negative"] == {"min": x[sub].min(), "max": x[sub].max()}
+    # the float64 reference overflows above ~709.8 and underflows below ~-745: still overflow/underflow
+    assert regions.counts()["overflow"] == int(np.isinf(y).sum())
+    assert regions.counts()["underflow"] == int((y == 0).sum())
+
+
+def test_exp_float16_emulated_threshold_is_where_the_true_value_rounds_past_max() -> None:
+    x = _finite_float16()
+    with np.errstate(over="ignore"):
+        rounded = np.exp(x).astype(np.float16)
+    regions = R.op_regions("exp", "float16", "emulated")
+    assert regions.thresholds["overflow"]["positive"]["min"] == x[np.isinf(rounded)].min()
+    # exp(11.0859375) = 65355.6 rounds to max; the next float16 input 11.09375 gives 65868 -> inf
+    assert regions.thresholds["overflow"]["positive"]["min"] == 11.09375
+
+
+def test_square_float16_overflows_from_256_on_both_sides() -> None:
+    x = _finite_float16()
+    with np.errstate(over="ignore", under="ignore"):
+        y = np.square(x.astype(np.float16))
+    regions = R.op_regions(SQUARE, "float16", "numpy")
+    kinds = _independent_kinds_float16(y, x, np.square(x))
+    assert regions.thresholds["overflow"]["positive"]["min"] == x[kinds["overflow"] & (x > 0)].min() == 256.0
+    assert regions.thresholds["overflow"]["negative"]["max"] == -256.0
+    assert regions.counts()["underflow"] == int(kinds["underflow"].sum())
+    assert regions.counts()["subnormal"] == int(kinds["subnormal"].sum())
+    # the TF guide's examples: 256**2 overflows, 1e-5**2 underflows
+    kind_at = dict(zip(regions.inputs.tolist(), R.kind_names(regions.kinds).tolist(), strict=True))
+    assert kind_at[256.0] == "overflow"
+    assert kind_at[float(np.float16(1e-5))] == "underflow"
+
+
+def test_reciprocal_float16_overflows_for_tiny_inputs_and_zero_is_a_pole() -> None:
+    x = _finite_float16()
+    with np.errstate(over="ignore", divide="ignore"):
+        y = np.reciprocal(x.astype(np.float16)).astype(np.float64)
+    regions = R.op_regions(RECIPROCAL, "float16", "numpy")
+    overflow = np.isinf(y) & (x != 0)
+    assert regions.thresholds["overflow"]["positive"]["max"] == x[overflow & (x > 0)].max()
+    assert regions.thresholds["overflow"]["count"] == int(overflow.sum())
+    assert not regions.thresholds["overflow"]["at_zero"]  # 1/0 = inf is the exact answer
+    sub = (y != 0) & (np.abs(y) < 2.0**-14)
+    assert regions.thresholds["subnormal"]["positive"]["min"] == x[sub & (x > 0)].min()
+
+
+def test_log_outside_its_domain_is_nan_and_intervals_tile_the_inputs() -> None:
+    regions = R.op_regions("log", "float16", "numpy")
+    negative = regions.inputs < 0
+    assert np.all(regions.kinds[negative] == R.NAN)
+    assert np.all(regions.kinds[regions.inputs == 0] == R.OK)  # log(0) = -inf exactly
+    intervals = regions.intervals
+    assert sum(i.count for i in intervals) == regions.inputs.size
+    assert intervals[0].lo == regions.inputs[0] and intervals[-1].hi == regions.inputs[-1]
+    for left, right in zip(intervals, intervals[1:], strict=False):
+        assert left.kind != right.kind and left.hi < right.lo
+
+
+@pytest.mark.parametrize("op", ["exp", SQUARE, RECIPROCAL], ids=["exp", "square", "reciprocal"])
+def test_tensorflow_regions_match_an_independent_tensorflow_scan(op) -> None:  # type: ignore[no-untyped-def]
+    from explorer.backends.tensorflow_backend import import_tensorflow
+
+    tf = import_tensorflow()
+    x = _finite_float16()
+    call = op.tf if isinstance(op, Op) else (lambda tf, dt, t: tf.math.exp(t))
+    y = call(tf, tf.float16, tf.constant(x.astype(np.float16))).numpy().astype(np.float64)
+    regions = R.regions_all(op, "float16", ("tensorflow", "emulated"))["tensorflow"]
+    assert regions.status == "ok"
+    # exp, x**2 and 1/x are finite and nonzero for every finite x != 0 (1/0 is a true pole)
+    assert regions.counts()["overflow"] == int((np.isinf(y) & (x != 0)).sum())
+    assert regions.counts()["underflow"] == int(((y == 0) & (x != 0)).sum())
+    assert regions.counts()["subnormal"] == int(((y != 0) & (np.abs(y) < 2.0**-14)).sum())
+
+
+def test_bfloat16_sweep_covers_every_value_and_numpy_reports_unsupported() -> None:
+    regions = R.regions_all("exp", "bfloat16", ("numpy", "emulated"))
+    assert regions["numpy"].status == "unsupported_dtype" and not regions["numpy"].ran
+    emulated = regions["emulated"]
+    with np.errstate(invalid="ignore"):
+        values = np.arange(1 << 16, dtype=np.uint16).view(ml_dtypes.bfloat16).astype(np.float64)
+    assert emulated.inputs.size == np.unique(values[np.isfinite(values)]).size
+    # the true value rounds past max from half a unit (2**120) above max on
+    with np.errstate(over="ignore"):
+        past = np.exp(emulated.inputs) > float(ml_dtypes.finfo(ml_dtypes.bfloat16).max) + 2.0**119
+    assert emulated.thresholds["overflow"]["positive"]["min"] == emulated.inputs[past].min() == 89.0
+
+
+def test_float32_sampling_refines_the_overflow_threshold_to_the_exact_value() -> None:
+    regions = R.op_regions("exp", "float32", "numpy")
+    assert not regions.exhaustive
+    # independent: walk float32 neighbours around ln(FLT_MAX)
+    x = np.float32(np.log(np.finfo(np.float32).max))
+    candidates = [x]
+    for _ in range(40):
+        candidates.append(np.nextafter(candidates[-1], np.float32(np.inf)))
+    candidates = [np.nextafter(x, np.float32(0))] * 0 + candidates
+    with np.errstate(over="ignore"):
+        first = min(float(c) for c in candidates if np.isinf(np.exp(np.float32(c))))
+        below = np.nextafter(np.float32(first), np.float32(0))
+        assert np.isfinite(np.exp(below))
+    assert regions.thresholds["overflow"]["positive"]["min"] == first
+
+
+# ---------------------------------------------------------------- classification corner cases
+
+
+def test_classify_saturation_poles_and_float64_overflow() -> None:
+    fp4 = resolve("float4_e2m1fn")
+    x = np.array([1.0, 2.0, 3.0])
+    ref = np.exp(x)  # 2.7 -> ok; 7.39 -> past 6 + 1 (half ulp) -> saturated; 20 -> saturated
+    y = np.array([3.0, 6.0, 6.0])
+    assert R.kind_names(R.classify((x,), ref, y, fp4)).tolist() == ["ok", "overflow", "overflow"]
+    inf_ref = np.array([np.inf, np.inf])
+    kinds = R.classify(
+        (np.array([0.0, 1000.0]),),
+        inf_ref,
+        np.array([np.inf, np.inf]),
+        "float16",
+        pole=np.array([True, False]),
+    )
+    assert R.kind_names(kinds).tolist() == ["ok", "overflow"]
+    kinds = R.classify(
+        (np.array([-1000.0]),), np.array([0.0]), np.array([0.0]), "float16", tiny=np.array([True])
+    )
+    assert R.kind_names(kinds).tolist() == ["underflow"]
+    e4m3 = resolve("float8_e4m3fn")  # no inf: overflow gives NaN
+    kinds = R.classify((np.array([7.0, 1.0]),), np.array([1096.6, 2.7]), np.array([np.nan, np.nan]), e4m3)
+    assert R.kind_names(kinds).tolist() == ["overflow", "nan"]
+
+
+def test_reference_flags_tell_poles_from_float64_overflow() -> None:
+    x = np.array([0.0, 1e-320, 2.0])
+    with np.errstate(all="ignore"):
+        values = np.reciprocal(x)
+    pole, tiny = R.reference_flags(np.reciprocal, (x,), values)
+    assert pole.tolist() == [True, False, False] and not tiny.any()
+
+
+# ---------------------------------------------------------------- binary maps
+
+
+def test_mul_float8_map_is_every_pair_and_matches_an_independent_count() -> None:
+    bmap = R.binary_map("mul", "float8_e4m3fn", "emulated")
+    assert bmap.exhaustive
+    codes = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    axis = np.unique(codes[np.isfinite(codes)])
+    np.testing.assert_array_equal(bmap.a, axis)
+    a, b = np.meshgrid(axis, axis, indexing="ij")
+    exact = a * b
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = exact.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    counts = bmap.counts()
+    assert counts["overflow"] == int(np.isnan(y).sum())
+    assert counts["underflow"] == int(((y == 0) & (exact != 0)).sum())
+    assert counts["subnormal"] == int(((y != 0) & (np.abs(y) < 2.0**-6)).sum())
+    assert sum(counts.values()) == axis.size**2
+
+
+def test_add_float16_map_on_a_log_grid() -> None:
+    bmap = R.binary_map("add", "float16", "numpy", points=65)
+    assert not bmap.exhaustive and bmap.kinds.shape == (bmap.a.size, bmap.b.size)
+    i = int(np.argmax(bmap.a))
+    j = int(np.argmax(bmap.b))  # noqa: E702
+    assert R.KINDS[bmap.kinds[i, j]] == "overflow"  # max + max
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_bad_input_gets_clear_errors() -> None:
+    with pytest.raises(ValueError, match="valid ops"):
+        R.op_regions("add", "float16")
+    with pytest.raises(ValueError, match="Valid ops"):
+        R.op_regions("nonsense", "float16")
+    with pytest.raises(ValueError, match="Valid backends"):
+        R.op_regions("exp", "float16", "jax")
+    with pytest.raises(ValueError, match="Valid names"):
+        R.number_line("float17")
+    with pytest.raises(ValueError, match="elementwise binary"):
+        R.binary_map("exp", "float16")
+    with pytest.raises(ValueError, match="samples"):
+        R.unary_inputs("float32", samples=1)
+
+
+def test_cli_ranges_json_shape() -> None:
+    import contextlib
+    import io
+    import json
+
+    from explorer.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["ranges", "--dtype", "half", "--op", "exp", "--json"]) == 0
+    data = json.loads(out.getvalue())
+    assert {"format", "op", "backend", "thresholds", "regions"} <= set(data)
+    assert data["format"] == "float16" and data["backend"] == "numpy"
+    assert data["thresholds"]["overflow"]["positive"]["min"] == 11.09375
+    assert all(set(r) >= {"kind", "lo", "hi"} for r in data["regions"])
