@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -39,10 +41,10 @@ def test_number_line_boundaries_match_the_casts(fmt) -> None:  # type: ignore[no
     # probe with the neighbours of each boundary in float32 (float64 for the wide formats):
     # ml_dtypes casts float32 in one rounding (its float64 casts go through float32)
     probe = np.float64 if fmt.name in ("float64", "float32") else np.float32
-    up = lambda v: np.nextafter(probe(v), probe(np.inf))  # noqa: E731
-    down = lambda v: np.nextafter(probe(v), probe(0))  # noqa: E731
+    up = lambda v: np.nextafter(probe(v), probe(np.inf))
+    down = lambda v: np.nextafter(probe(v), probe(0))
     with np.errstate(over="ignore", invalid="ignore"):
-        cast = lambda v: float(fmt.round(np.array([v], dtype=probe))[0])  # noqa: E731
+        cast = lambda v: float(fmt.round(np.array([v], dtype=probe))[0])
         if line.underflow_below is not None:
             assert probe(line.underflow_below) == line.underflow_below
             assert cast(line.underflow_below) == 0.0
@@ -142,7 +144,7 @@ def test_log_outside_its_domain_is_nan_and_intervals_tile_the_inputs() -> None:
     intervals = regions.intervals
     assert sum(i.count for i in intervals) == regions.inputs.size
     assert intervals[0].lo == regions.inputs[0] and intervals[-1].hi == regions.inputs[-1]
-    for left, right in zip(intervals, intervals[1:], strict=False):
+    for left, right in itertools.pairwise(intervals):
         assert left.kind != right.kind and left.hi < right.lo
 
 
@@ -250,7 +252,7 @@ def test_add_float16_map_on_a_log_grid() -> None:
     bmap = R.binary_map("add", "float16", "numpy", points=65)
     assert not bmap.exhaustive and bmap.kinds.shape == (bmap.a.size, bmap.b.size)
     i = int(np.argmax(bmap.a))
-    j = int(np.argmax(bmap.b))  # noqa: E702
+    j = int(np.argmax(bmap.b))
     assert R.KINDS[bmap.kinds[i, j]] == "overflow"  # max + max
 
 
