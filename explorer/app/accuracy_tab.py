@@ -1,18 +1,61 @@
-"""Accuracy tab."""
+"""Accuracy tab: error in ULPs against the correctly rounded float64 reference, per backend."""
 
 from __future__ import annotations
 
-from explorer.app import engines
-from explorer.app.tab import Tab
+from typing import Any
+
+from explorer.app import adapters, engines
+from explorer.app.render import table_html
+from explorer.app.sweeps import cached_sweep, elementwise_op, sweep_backends
+from explorer.app.tab import NotAvailableYet, Tab
 
 
 class AccuracyTab(Tab):
-    """Accuracy view of the selection."""
+    """ULP error per backend for the selected op in the first selected dtype."""
 
     title = "Accuracy"
     key = "accuracy"
     fields = ("op", "dtypes", "backends")
-    needs_tensorflow = False
+
+    def on_tensorflow_loaded(self, app: Any) -> None:
+        if "tensorflow" in self.state.backends:
+            self.dirty = True
 
     def render(self) -> None:
-        engines.module("analysis.accuracy")
+        accuracy = engines.module("analysis.accuracy")
+        from matplotlib.figure import Figure
+
+        op = elementwise_op(self.state.op)
+        if op is None:
+            raise NotAvailableYet(
+                f"{self.state.op} is not an elementwise op: ULP accuracy is measured for "
+                "elementwise ops (exp, log, tanh, add, mul, …). Pick one above."
+            )
+        backends, note = sweep_backends(self.ctx)
+        dtype = self.state.dtype
+        sweep = cached_sweep(self.ctx, op.name, dtype, backends)
+        result = self.ctx.cache.get(
+            ("accuracy", op.name, dtype, backends), lambda: accuracy.accuracy_from_sweep(sweep)
+        )
+        fig = Figure(figsize=(10.0, 3.6), layout="constrained")
+        if op.arity == 1:
+            adapters.ulp_axes(result, fig.add_subplot())
+        else:
+            ax = fig.add_subplot()
+            names = list(result.ulps)
+            ax.bar(names, [float(abs(u[~(u != u)]).max(initial=0)) for u in result.ulps.values()])
+            ax.set_ylabel(f"max error in ulps of {dtype}")
+            ax.set_title(f"{op.name}(a, b) in {dtype}", fontsize=9)
+        self.show_figure(fig, "ulp error")
+        summary = [b.to_dict() for b in result.backends]
+        disagreements = result.disagreements(limit=30)
+        parts = ["<h4>Per backend</h4>", table_html(summary)]
+        parts.append(f"<h4>Inputs where backends give different results ({result.n_disagreements()})</h4>")
+        parts.append(
+            table_html(disagreements) if disagreements else "<p>none: every backend that ran agrees.</p>"
+        )
+        self.show_html("".join(parts))
+        if note:
+            self.show_message(note, "info")
+        else:
+            self.clear_message()

@@ -50,6 +50,8 @@ class AppContext:
         self.state = state
         self.tf_loader = tf_loader if tf_loader is not None else tensorflow_loader()
         self.cache = ResultCache()
+        #: drawn figures with their encoded PNG, by what they show (revisiting a selection is instant)
+        self.figures = ResultCache(64)
         #: a kernel snapshot loaded from a file (another machine's results), or None
         self.snapshot: Any = None
         self.snapshot_name: str = ""

@@ -30,8 +30,8 @@ def as_figure(obj: Any) -> Any:
     raise TypeError(f"expected a matplotlib Figure or Axes, got {type(obj).__name__}")
 
 
-def figure_bytes(fig: Any, fmt: str = "png", dpi: int = APP_DPI) -> bytes:
-    """The figure encoded as PNG or SVG bytes."""
+def figure_bytes(fig: Any, fmt: str = "png", dpi: int = APP_DPI, tight: bool = False) -> bytes:
+    """The figure encoded as PNG or SVG bytes (``tight`` crops to the drawn area: one more draw)."""
     if fmt not in ("png", "svg"):
         raise ValueError(f"unknown figure format {fmt!r}; valid formats: png, svg")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -40,7 +40,7 @@ def figure_bytes(fig: Any, fmt: str = "png", dpi: int = APP_DPI) -> bytes:
     if fig.canvas is None or type(fig.canvas).__name__ == "FigureCanvasBase":
         FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight" if tight else None)
     return buf.getvalue()
 
 

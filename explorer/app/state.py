@@ -15,7 +15,6 @@ tab can trust what it reads.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -65,7 +64,7 @@ class AppState:
             "device": "CPU",
             "backends": ("tensorflow", "numpy", "emulated"),
             "mode": "registry",
-            "value": 0.1,
+            "value": "0.1",
             "policies": ("float32", "mixed_float16", "mixed_bfloat16"),
         }
         if fields:
@@ -201,14 +200,18 @@ class AppState:
             _bad("mode", value, MODE_CHOICES)
         return str(value)
 
-    def _clean_value(self, value: Any) -> float:
+    def _clean_value(self, value: Any) -> str:
+        # kept as text: a decimal string ("0.1") gives the bit inspector an exact rounding error
         if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise TypeError(f"value must be a number, got {type(value).__name__}")
+            raise TypeError(f"value must be a number or a numeric string, got {type(value).__name__}")
+        text = value.strip() if isinstance(value, str) else repr(float(value))
         try:
-            number = float(value)
+            float(text)
         except ValueError:
-            raise ValueError(f"value must be a number such as 0.1, 1e-5, inf or nan, got {value!r}") from None
-        return number if not math.isnan(number) else math.nan
+            raise ValueError(
+                f"value must be a number such as 0.1, 1e-5, -inf or nan, got {value!r}"
+            ) from None
+        return text
 
     def _clean_policies(self, value: Any) -> tuple[str, ...]:
         items = [value] if isinstance(value, str) else list(value)
