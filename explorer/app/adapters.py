@@ -146,7 +146,7 @@ def plain_ticks(ax: Any, linthresh: float, per_side: int = 3) -> None:
         if end <= linthresh * 10:
             continue
         first, last = int(np.ceil(np.log10(linthresh * 10))), int(np.floor(np.log10(end)))
-        exps = (
+        exps: Any = (
             np.unique(np.linspace(first, last, per_side + 1)[1:].round().astype(int)) if last >= first else []
         )
         ticks += [sign * 10.0**e for e in exps]
