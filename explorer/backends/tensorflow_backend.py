@@ -67,7 +67,8 @@ _NO_KERNEL = re.compile(
 _UNSUPPORTED = re.compile(
     r"not in the list of allowed values|not in list of allowed values|"
     r"allowed values|Could not satisfy dtype|unsupported type|"
-    r"Unsupported dtype|is not a supported",
+    r"Unsupported dtype|is not a supported|is not supported|requires tf\.float|"
+    r"Invalid dtype|one of \[tf\.float",
     re.IGNORECASE,
 )
 
