@@ -52,9 +52,8 @@ def status_grid(result: Any, backend: str = "tensorflow", device: str = "CPU", m
 
 
 def _legend(fig: Any, statuses: Sequence[str]) -> None:
-    from matplotlib.patches import Patch
-
     from matplotlib.layout_engine import ConstrainedLayoutEngine
+    from matplotlib.patches import Patch
 
     handles = [Patch(facecolor=STATUS_COLORS[s], edgecolor="#555555", label=s) for s in statuses]
     if isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
