@@ -1,22 +1,469 @@
-"""Kernels tab."""
+"""Kernels tab: which ops have kernels in which dtype on which device — declared by TensorFlow's
+registry (instant) and probed by running (cached; new probes on demand, in the background).
+
+The heatmap shows the selected op's group × the selected dtypes; the table below
+explains every non-ok cell of the selected op (error, plain sentence, workaround).
+A snapshot from another machine (``precision-explorer kernels --save``) can be
+loaded and is shown instead of this machine's results.
+"""
 
 from __future__ import annotations
 
+import html
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as widgets
+
 from explorer.app import engines
-from explorer.app.tab import Tab
+from explorer.app.jobs import Job, JobContext
+from explorer.app.render import message_html, table_html
+from explorer.app.tab import NotAvailableYet, Tab
+from explorer.ops import catalog
+
+#: Columns of the details table.
+DETAIL_COLUMNS = (
+    "backend",
+    "raw_op",
+    "dtype",
+    "device",
+    "mode",
+    "status",
+    "explanation",
+    "error",
+    "workaround",
+)
 
 
 class KernelsTab(Tab):
-    """Kernels view of the selection."""
+    """Declared (registry) and probed kernel availability for the selection."""
 
     title = "Kernels"
     key = "kernels"
     fields = ("op", "dtypes", "device", "backends", "mode")
     needs_tensorflow = True
 
-    def render(self) -> None:
-        engines.module("analysis.availability")
+    def build(self) -> None:
+        self.scope = widgets.ToggleButtons(
+            options=[("op's group", "group"), ("whole catalog", "all")],
+            value="group",
+            description="Show",
+            style={"button_width": "110px"},
+        )
+        self.scope.add_class("px-kernels-scope")
+        self.scope.observe(lambda _: self.refresh(), names="value")
+        self.probe_button = widgets.Button(
+            description="Probe now",
+            button_style="info",
+            tooltip="run the shown ops × dtypes in sandboxed workers (cached)",
+        )
+        self.probe_button.add_class("px-probe")
+        self.probe_button.on_click(lambda _: self.start_probe())
+        self.panel = self.job_panel()
+        self.upload = widgets.FileUpload(accept=".json", multiple=False, description="Load snapshot")
+        self.upload.add_class("px-snapshot-upload")
+        self.upload.observe(self._uploaded, names="value")
+        self.use_local = widgets.Button(description="Back to this machine", disabled=True)
+        self.use_local.add_class("px-snapshot-clear")
+        self.use_local.on_click(lambda _: self.clear_snapshot())
+        self.snapshot_label = widgets.HTML("")
+        self.key_html = widgets.HTML(_status_key_html())
+        self.toolbar.children = [
+            widgets.HBox([self.scope, self.probe_button]),
+            self.panel.widget,
+            widgets.HBox([self.upload, self.use_local, self.snapshot_label]),
+            self.key_html,
+        ]
+        self.job: Job | None = None
+        self.snapshot: Any = None
 
-    def load_snapshot_file(self, path: str) -> None:
-        """Load a snapshot JSON saved on another machine."""
-        raise engines.NotAvailableYet("snapshots are not wired yet")
+    # ------------------------------------------------------------------ data
+
+    def registry(self) -> Any:
+        """TensorFlow's kernel registry (read once per process; disk-cached)."""
+        registry = engines.module("analysis.registry")
+        return self.ctx.cache.get(("registry",), lambda: registry.get_registry())
+
+    def on_tensorflow_loaded(self, app: Any) -> None:
+        reg = self.registry()
+        self.state.set_raw_op_checker(reg.has_op)
+        app.controls.set_raw_ops(reg.op_names)
+
+    def shown_ops(self) -> list[str]:
+        """Catalog ops (or the raw op) shown as heatmap rows."""
+        op = self.state.op
+        entry = catalog().get(op)
+        if self.scope.value == "all":
+            names = list(catalog())
+            return names if entry is not None else [op, *names]
+        if entry is None:
+            return [op]
+        return [name for name, o in catalog().items() if o.group == entry.group]
+
+    def _targets(self, ops: list[str]) -> list[Any]:
+        availability = engines.module("analysis.availability")
+        return self.ctx.cache.get(
+            ("targets", tuple(ops)), lambda: availability.resolve_targets(ops, self.registry())
+        )
+
+    def declared_frame(self, ops: list[str], dtypes: tuple[str, ...]) -> Any:
+        """Registry rows (mode ``registry``) for ``ops`` × TensorFlow's dtypes among ``dtypes``."""
+        import pandas as pd
+
+        availability = engines.module("analysis.availability")
+        reg = self.registry()
+        tf_dtypes = [d for d in dtypes if d in reg.float_dtypes]
+        key = ("declared", tuple(ops), tuple(tf_dtypes), self.state.device)
+
+        def compute() -> Any:
+            rows = availability.declared_rows(reg, self._targets(ops), tf_dtypes, [self.state.device])
+            return pd.DataFrame(rows, columns=list(availability.ROW_KEYS) + list(availability.EXTRA_KEYS))
+
+        return self.ctx.cache.get(key, compute)
+
+    def probes(self, ops: list[str], dtypes: tuple[str, ...], mode: str) -> list[Any]:
+        """The probes (backend × catalog op × dtype × device × mode) the selection shows."""
+        from explorer.analysis.probe import Probe
+        from explorer.backends import get_backend
+
+        cat = catalog()
+        return [
+            Probe(b, op, d, self.state.device, mode)
+            for b in self.state.backends
+            for op in ops
+            if op in cat
+            for d in dtypes
+            if mode in get_backend(b).modes
+        ]
+
+    def cached_probe_keys(self) -> set[str]:
+        """Keys of the probes in this environment's on-disk cache."""
+        availability = engines.module("analysis.availability")
+        envcache = engines.module("analysis.envcache")
+        path = self.ctx.cache.get(("probe-cache-path",), lambda: availability.cache_path())
+        stamp = path.stat().st_mtime if path.exists() else None
+        data = self.ctx.cache.get(("probe-cache", str(path), stamp), lambda: envcache.read_json(path) or {})
+        return set((data.get("records") or {}) if isinstance(data, dict) else {})
+
+    def probed_frame(self, ops: list[str], dtypes: tuple[str, ...], mode: str) -> tuple[Any, int]:
+        """Probed rows from the cache only (never runs anything); and how many cells are missing."""
+        availability = engines.module("analysis.availability")
+        probes = self.probes(ops, dtypes, mode)
+        have = self.cached_probe_keys()
+        complete = sorted({p.op for p in probes} - {p.op for p in probes if p.key not in have})
+        missing = sum(p.key not in have for p in probes)
+        if not complete:
+            return None, missing
+        key = ("probed", tuple(complete), dtypes, self.state.backends, self.state.device, mode, len(have))
+        result = self.ctx.cache.get(
+            key,
+            lambda: availability.availability(
+                ops=complete,
+                dtypes=list(dtypes),
+                backends=list(self.state.backends),
+                devices=[self.state.device],
+                modes=[mode],
+                progress=False,
+                registry=self.registry(),
+            ),
+        )
+        return result.rows, missing
+
+    # ------------------------------------------------------------------ drawing
+
+    def render(self) -> None:
+        if self.snapshot is not None:
+            self._render_rows(self._snapshot_rows(), source=f"snapshot {self.ctx.snapshot_name}")
+            return
+        ops = self.shown_ops()
+        dtypes = self.state.dtypes
+        mode = self.state.mode
+        if mode == "registry":
+            if "tensorflow" not in self.state.backends:
+                self.show_message(
+                    "The registry is TensorFlow's: select the tensorflow backend, or pick mode "
+                    "eager/xla to see probed runs of the other backends.",
+                    "info",
+                )
+            frame = self.declared_frame(ops, dtypes)
+            non_tf = [d for d in dtypes if d not in self.registry().float_dtypes]
+            note = f"TensorFlow has no dtype for {', '.join(non_tf)}. " if non_tf else ""
+            self._render_rows(frame, source="registry", note=note)
+            return
+        frame, missing = self.probed_frame(ops, dtypes, mode)
+        note = (
+            f"{missing} cells are not probed yet on this machine — press “Probe now” "
+            "(runs in the background, results are cached). "
+            if missing
+            else ""
+        )
+        if frame is None:
+            self.clear_figure()
+            self.show_html("")
+            self.show_message(note + "Nothing probed yet for this selection.", "info")
+            return
+        self._render_rows(frame, source="probed", note=note)
+
+    def _panels(self, rows: Any) -> list[tuple[str, str, str]]:
+        """(backend, device, mode) panels present in ``rows``, in a stable order."""
+        seen = list(dict.fromkeys(zip(rows["backend"], rows["device"], rows["mode"], strict=True)))
+        order = {"CPU": 0, "XLA_CPU_JIT": 1, "GPU": 2, "XLA_GPU_JIT": 3}
+        return sorted(seen, key=lambda p: (p[0] != "tensorflow", p[0], order.get(p[1], 9), p[2]))
+
+    def _render_rows(self, rows: Any, source: str, note: str = "") -> None:
+        if rows is None or len(rows) == 0:
+            self.clear_figure()
+            self.show_html("")
+            self.show_message(
+                note + f"No {source} rows for {self.state.op} in {', '.join(self.state.dtypes)}.", "info"
+            )
+            return
+        panels = self._panels(rows)
+        ops = list(dict.fromkeys(rows["op"]))
+        key = (
+            source,
+            self.ctx.snapshot_name if source.startswith("snapshot") else "",
+            tuple(ops),
+            self.state.dtypes,
+            tuple(panels),
+            self.state.op,
+            _frame_stamp(rows),
+        )
+        self.show_cached_figure(key, lambda: self._draw(rows, panels, ops), "kernel availability")
+        self.show_html(self.ctx.cache.get(("kernels-details", key), lambda: self._details_html(rows, source)))
+        what = {
+            "registry": "declared by TensorFlow's kernel registry (device types as the registry names them)",
+            "probed": "probed by running each op in a sandboxed worker (cached on disk)",
+        }.get(source, source)
+        self.show_message(f"{note}Showing {len(ops)} ops × {len(self.state.dtypes)} dtypes, {what}.", "info")
+
+    def _draw(self, rows: Any, panels: list[tuple[str, str, str]], ops: list[str]) -> Any:
+        from matplotlib.figure import Figure
+
+        plots = engines.module("plots.availability")
+        n_dtypes = max(len(set(rows["dtype"])), 1)
+        panel_width = 0.5 * n_dtypes + 0.4
+        height = 0.2 * len(ops) + 0.3
+        left, gap = 1.5, 0.35
+        width = left + len(panels) * panel_width + (len(panels) - 1) * gap + 0.3
+        total_h = height + 1.75
+        fig = Figure(figsize=(max(width, 4.0), total_h))
+        fw = fig.get_figwidth()
+        for i, (backend, device, mode) in enumerate(panels):
+            x0 = left + i * (panel_width + gap)
+            ax = fig.add_axes((x0 / fw, 1.25 / total_h, panel_width / fw, height / total_h))
+            sub = rows[(rows["backend"] == backend) & (rows["device"] == device) & (rows["mode"] == mode)]
+            plots.heatmap(sub, backend, device, mode, ax=ax, legend=False)
+            ax.set_title(f"{backend}\n{device} · {mode}", fontsize=8)
+            if i:
+                ax.tick_params(labelleft=False)
+            labels = ax.get_yticklabels()
+            for label in labels:
+                if label.get_text() == self.state.op:
+                    label.set_fontweight("bold")
+                    label.set_color("#c00")
+        return fig
+
+    def _details_html(self, rows: Any, source: str) -> str:
+        op = self.state.op
+        mine = rows[rows["op"] == op]
+        if mine.empty:
+            mine = rows[rows["raw_op"].astype(str).str.split(",").apply(lambda r: op in r)]
+        parts = [f"<h4>{html.escape(op)}: every cell explained</h4>"]
+        if mine.empty:
+            parts.append("<p>No rows for this op in the selection.</p>")
+        else:
+            cells = []
+            for r in mine.to_dict("records"):
+                cells.append(
+                    {
+                        "backend": r["backend"],
+                        "raw_op": r["raw_op"],
+                        "dtype": r["dtype"],
+                        "device": r["device"],
+                        "mode": r["mode"],
+                        "status": r["status"],
+                        "explanation": r["explanation"],
+                        "error": str(r["error"] or "").strip().splitlines()[0][:240] if r["error"] else "",
+                    }
+                )
+            parts.append(table_html(cells, max_rows=200))
+            workarounds = [r for r in mine.to_dict("records") if r.get("workaround")]
+            for r in workarounds[:6]:
+                parts.append(
+                    f"<p><b>Workaround</b> for {_cell(r, 'backend', 'dtype', 'device', 'mode')}: "
+                    f"{html.escape(str(r.get('workaround_how') or ''))}</p>"
+                    f"<pre style='background:#f6f6f6;padding:6px'>{html.escape(str(r['workaround']))}</pre>"
+                )
+            errors = [r for r in mine.to_dict("records") if r.get("error")]
+            for r in errors[:3]:
+                parts.append(
+                    f"<details><summary>full error: {_cell(r, 'backend', 'dtype', 'device', 'mode')}</summary>"
+                    "<pre style='white-space:pre-wrap;font-size:85%'>"
+                    f"{html.escape(str(r['error']))}</pre></details>"
+                )
+        if "disagreement" in rows:
+            dis = rows[rows["disagreement"].astype(bool)]
+            if len(dis):
+                parts.append(f"<h4>Declared vs probed disagreements ({len(dis)})</h4>")
+                parts.append(
+                    table_html(
+                        dis[
+                            ["backend", "op", "dtype", "device", "mode", "declared", "status", "disagreement"]
+                        ]
+                    )
+                )
+        return "".join(parts)
+
+    # ------------------------------------------------------------------ probing
+
+    def start_probe(self, wait: bool = False) -> Job:
+        """Probe the shown ops × dtypes × backends for the device and mode (eager and xla when mode is
+        registry) in the background; results land in the on-disk cache and the view redraws."""
+        if self.job is not None and self.job.running:
+            raise RuntimeError("a probe sweep is already running; cancel it first")
+        ops = [o for o in self.shown_ops() if o in catalog()]
+        if not ops:
+            raise ValueError(
+                f"{self.state.op} is a raw TensorFlow op without a catalog entry: it has registry rows "
+                "only, nothing to probe"
+            )
+        modes = ["eager", "xla"] if self.state.mode == "registry" else [self.state.mode]
+        selection = (list(self.state.dtypes), list(self.state.backends), [self.state.device], modes)
+        self.job = Job("probing", lambda ctx: self._probe(ctx, ops, *selection))
+        self.panel.attach(self.job)
+        self.job.on_done(self._probe_done)
+        self.probe_button.disabled = True
+        self.job.start()
+        if wait:
+            self.job.wait()
+        return self.job
+
+    def _probe(
+        self,
+        ctx: JobContext,
+        ops: list[str],
+        dtypes: list[str],
+        backends: list[str],
+        devices: list[str],
+        modes: list[str],
+    ) -> int:
+        availability = engines.module("analysis.availability")
+        reg = self.registry()
+        done = 0
+        for i, op in enumerate(ops):
+            ctx.check()
+            ctx.progress(i / len(ops), f"{op} ({i + 1}/{len(ops)})")
+            result = availability.availability(
+                ops=[op],
+                dtypes=dtypes,
+                backends=backends,
+                devices=devices,
+                modes=modes,
+                progress=False,
+                registry=reg,
+            )
+            done += result.probed
+        ctx.progress(1.0, f"{done} new probes")
+        return done
+
+    def _probe_done(self, job: Job) -> None:
+        self.probe_button.disabled = False
+        if self.state.mode == "registry" and job.status == "done":
+            self.state.set(mode="eager")  # show what was just probed
+        self.dirty = True
+        self.refresh()
+        if job.status == "failed":
+            self.show_message(f"Probing failed: {job.error}", "error")
+
+    # ------------------------------------------------------------------ snapshots
+
+    def _uploaded(self, change: dict[str, Any]) -> None:
+        files = change["new"]
+        if not files:
+            return
+        item = files[0]
+        name = str(item.get("name", "snapshot.json"))
+        content = bytes(item.get("content", b""))
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / Path(name).name
+                path.write_bytes(content)
+                self.load_snapshot_file(path, name=name)
+        except Exception as exc:
+            self.show_error(exc, f"could not load {name}")
+
+    def load_snapshot_file(self, path: str | Path, name: str | None = None) -> None:
+        """Show a snapshot JSON saved on another machine (``precision-explorer kernels --save``)."""
+        snapshot = engines.module("analysis.snapshot")
+        try:
+            result = snapshot.load_snapshot(path)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} is not JSON: {exc}") from None
+        self.snapshot = result
+        self.ctx.snapshot = result
+        self.ctx.snapshot_name = name or Path(path).name
+        env = result.environment or {}
+        versions = (
+            env.get("frameworks") or env.get("versions") or {k: env[k] for k in ("tf_version",) if k in env}
+        )
+        devices = env.get("devices", {})
+        self.snapshot_label.value = message_html(
+            f"Showing snapshot {self.ctx.snapshot_name}: {len(result.rows)} rows; versions {versions}; "
+            f"devices {devices.get('tensorflow', devices) if isinstance(devices, dict) else devices}",
+            "info",
+        )
+        self.use_local.disabled = False
+        self.dirty = True
+        self.refresh()
+
+    def clear_snapshot(self) -> None:
+        """Go back to this machine's results."""
+        self.snapshot = None
+        self.ctx.snapshot = None
+        self.ctx.snapshot_name = ""
+        self.snapshot_label.value = ""
+        self.use_local.disabled = True
+        self.dirty = True
+        self.refresh()
+
+    def _snapshot_rows(self) -> Any:
+        rows = self.snapshot.rows
+        ops = set(self.shown_ops())
+        sel = rows[rows["op"].isin(ops) & rows["dtype"].isin(self.state.dtypes)]
+        if self.state.mode != "registry":
+            sel = sel[(sel["mode"] == self.state.mode) & (sel["device"] == self.state.device)]
+        else:
+            sel = sel[sel["mode"] == "registry"]
+        if sel.empty:
+            have = sorted(set(zip(rows["device"], rows["mode"], strict=True)))
+            raise NotAvailableYet(
+                f"The snapshot has no rows for {self.state.op}'s ops in {', '.join(self.state.dtypes)} "
+                f"({self.state.device}, {self.state.mode}); it has device/mode: "
+                + ", ".join(f"{d}/{m}" for d, m in have)
+            )
+        return sel
+
+
+def _cell(row: dict[str, Any], *keys: str) -> str:
+    return html.escape(" ".join(str(row[k]) for k in keys))
+
+
+def _frame_stamp(rows: Any) -> tuple[int, int]:
+    """A cheap fingerprint of a rows frame for figure caching."""
+    return len(rows), hash(tuple(rows["status"].astype(str))) if len(rows) else 0
+
+
+def _status_key_html() -> str:
+    try:
+        from explorer.plots.availability import STATUS_COLORS
+    except ImportError:
+        return ""
+    items = "".join(
+        f"<span style='display:inline-block;width:12px;height:12px;background:{c};margin:0 4px 0 10px;"
+        f"vertical-align:middle;border:1px solid #999'></span>{s}"
+        for s, c in STATUS_COLORS.items()
+    )
+    return f"<div class='px-key' style='font-size:85%'>{items}</div>"
