@@ -300,7 +300,7 @@ class KernelsTab(Tab):
             errors = [r for r in mine.to_dict("records") if r.get("error")]
             for r in errors[:3]:
                 parts.append(
-                    f"<details><summary>full error: {_cell(r, 'backend', 'dtype', 'device', 'mode')}</summary>"
+                    f"<details><summary>full error {_cell(r, 'backend', 'dtype', 'mode')}</summary>"
                     "<pre style='white-space:pre-wrap;font-size:85%'>"
                     f"{html.escape(str(r['error']))}</pre></details>"
                 )
