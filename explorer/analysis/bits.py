@@ -162,6 +162,8 @@ def inspect_value(value: Any, fmt: Any) -> BitInfo:
         error_exact = Fraction(stored) - exact_in
         error = float(error_exact)
         relative = float(error_exact / abs(exact_in)) if exact_in != 0 else None
+    elif stored == number:  # an infinity kept
+        error, relative = 0.0, None
     else:
         with np.errstate(invalid="ignore"):
             error = stored - number
