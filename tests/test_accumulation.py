@@ -68,7 +68,7 @@ def test_pairwise_sum_matches_an_independent_recursive_sum() -> None:
     def tree(x: np.ndarray) -> np.float16:
         if x.size == 1:
             return x[0]
-        half = 1 << (int(math.ceil(math.log2(x.size))) - 1)
+        half = 1 << (math.ceil(math.log2(x.size)) - 1)
         return np.float16(tree(x[:half]) + tree(x[half:]))
 
     assert pairwise_sum(terms.astype(np.float64), "float16") == float(tree(terms))
