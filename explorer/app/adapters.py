@@ -54,9 +54,49 @@ def bit_fields_figure(infos: list[Any]) -> Any:
 
 
 def registry_device_summary(ctx: AppContext, op: str, dtypes: tuple[str, ...]) -> tuple[Any, Any]:
-    """(ops with a registered kernel per device type × dtype, the op's status per device × dtype)."""
-    engines.module("analysis.registry")
-    raise engines.NotAvailableYet("The registry summary is not wired yet.")
+    """From TensorFlow's kernel registry: (per dtype, how many ops have a kernel on each device type,
+    and how many only on GPU; the selected op's status per device type × dtype)."""
+    import pandas as pd
+
+    registry = engines.module("analysis.registry")
+    reg = ctx.cache.get(("registry",), lambda: registry.get_registry())
+    tf_dtypes = [d for d in dtypes if d in reg.float_dtypes] or ["float16"]
+    devices = [d for d in registry.COMPUTE_DEVICE_TYPES if d in reg.device_types]
+
+    def summary() -> Any:
+        frame = reg.matrix(ops=reg.ops_with_kernels(), dtypes=tf_dtypes, device_types=devices)
+        rows = []
+        for dtype in tf_dtypes:
+            sub = frame[frame["dtype"] == dtype]
+            wide = sub.pivot(index="op", columns="device_type", values="status")
+            row: dict[str, Any] = {"dtype": dtype}
+            for device in devices:
+                row[f"ops with a {device} kernel"] = int((wide[device] == "ok").sum())
+            if "GPU" in wide and "CPU" in wide:
+                row["only on GPU (not CPU)"] = int(((wide["GPU"] == "ok") & (wide["CPU"] != "ok")).sum())
+                row["only on CPU (not GPU)"] = int(((wide["CPU"] == "ok") & (wide["GPU"] != "ok")).sum())
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def per_op() -> Any:
+        from explorer.ops import catalog
+
+        entry = catalog().get(op)
+        raws = entry.tf_raw_ops if entry is not None else (op,)
+        rows = []
+        for raw in raws:
+            if not reg.has_op(raw):
+                continue
+            for dtype in tf_dtypes:
+                row = {"raw op": raw, "dtype": dtype}
+                row.update({device: reg.declared(raw, dtype, device).value for device in devices})
+                rows.append(row)
+        return pd.DataFrame(rows)
+
+    return (
+        ctx.cache.get(("registry-summary", tuple(tf_dtypes)), summary),
+        ctx.cache.get(("registry-op", op, tuple(tf_dtypes)), per_op),
+    )
 
 
 #: Colours of the region kinds (ok, overflow, underflow, subnormal, nan).

@@ -46,6 +46,10 @@ class EnvironmentTab(Tab):
     title = "Environment"
     key = "environment"
     fields = ("op", "dtypes")
+    needs_tensorflow = False
+
+    def on_tensorflow_loaded(self, app: object) -> None:
+        self.dirty = True
 
     def render(self) -> None:
         parts = [self._system_html(), self._backends_html()]
