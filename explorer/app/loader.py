@@ -29,6 +29,7 @@ class BackgroundLoader:
         self._done = threading.Event()
         self._callbacks: list[Callable[[BackgroundLoader], None]] = []
         self._thread: threading.Thread | None = None
+        self._finished = False
         self.status = "idle"
         self.result: Any = None
         self.error: str = ""
@@ -52,11 +53,14 @@ class BackgroundLoader:
             self.error = f"{type(exc).__name__}: {exc}"
             self.status = "failed"
         self.seconds = time.perf_counter() - start
-        self._done.set()
         with self._lock:
+            self._finished = True
             callbacks = list(self._callbacks)
-        for callback in callbacks:
-            _safe_call(callback, self)
+        try:
+            for callback in callbacks:
+                _safe_call(callback, self)
+        finally:
+            self._done.set()  # wait() returns once every callback has run
 
     @property
     def done(self) -> bool:
@@ -75,7 +79,7 @@ class BackgroundLoader:
     def add_done_callback(self, callback: Callable[[BackgroundLoader], None]) -> None:
         """Call ``callback(loader)`` when done (at once, in this thread, if already done)."""
         with self._lock:
-            if not self._done.is_set():
+            if not self._finished:
                 self._callbacks.append(callback)
                 return
         _safe_call(callback, self)

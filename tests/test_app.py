@@ -1,0 +1,456 @@
+"""The app headless: set widget values, assert on the state and on what the tabs render."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from explorer.app.jobs import Job
+from explorer.app.loader import BackgroundLoader
+from explorer.app.state import AppState
+
+
+def png_of(tab: Any) -> str:
+    (bundle,) = tab.plot.outputs
+    return str(bundle["data"]["image/png"])
+
+
+def html_of(out: Any) -> str:
+    return "".join(str(o["data"].get("text/html", "")) for o in out.outputs)
+
+
+@pytest.fixture
+def app() -> Any:
+    import explorer
+
+    return explorer.App(
+        load_tensorflow=False, tab="ranges", op="exp", dtypes=["float16"], backends=["numpy", "emulated"]
+    )
+
+
+# ------------------------------------------------------------------------------------- state
+
+
+def test_state_validates_normalises_and_notifies_once() -> None:
+    state = AppState()
+    seen: list[dict[str, Any]] = []
+    state.observe(seen.append)
+    state.set(dtypes=["bf16", "half", "fp16"], device="gpu")
+    assert state.dtypes == ("bfloat16", "float16")
+    assert state.device == "GPU"
+    assert len(seen) == 1 and set(seen[0]) == {"dtypes", "device"}
+    state.set(dtypes=("bfloat16", "float16"))  # no change, no notification
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "listed"),
+    [
+        ("op", "expp", "exp"),
+        ("dtypes", ["float17"], "float16"),
+        ("device", "TPU", "GPU"),
+        ("backends", ["jax"], "emulated"),
+        ("mode", "jit", "xla"),
+        ("value", "one", "nan"),
+        ("policies", ["float8"], "mixed_float16"),
+    ],
+)
+def test_state_rejects_bad_values_listing_the_choices(field: str, value: Any, listed: str) -> None:
+    state = AppState()
+    before = state.as_dict()
+    with pytest.raises(ValueError, match=listed):
+        state.set(**{field: value, "mode": "eager"} if field != "mode" else {field: value})
+    assert state.as_dict() == before  # nothing half-written
+
+
+def test_state_unknown_field_and_observer_names() -> None:
+    state = AppState()
+    with pytest.raises(ValueError, match="valid fields"):
+        state.set(colour="red")
+    with pytest.raises(ValueError, match="valid fields"):
+        state.observe(lambda c: None, names=["colour"])
+    with pytest.raises(TypeError):
+        state.observe("not callable")  # type: ignore[arg-type]
+
+
+def test_state_observer_filter_and_unobserve() -> None:
+    state = AppState()
+    ops: list[Any] = []
+    stop = state.observe(lambda ch: ops.append(ch["op"]), names=["op"])
+    state.set(dtypes=["float32"])
+    state.set(op="log")
+    stop()
+    state.set(op="exp")
+    assert ops == [("range", "log")]
+
+
+# ------------------------------------------------------------------------------------- widgets <-> state
+
+
+def test_import_app_is_light_and_app_without_tensorflow_does_not_import_it() -> None:
+    code = (
+        "import sys, explorer; assert 'ipywidgets' not in sys.modules; "
+        "app = explorer.App(load_tensorflow=False); "
+        "print(sorted(m for m in ('tensorflow', 'keras', 'torch', 'matplotlib.pyplot') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_widgets_write_to_state_and_follow_it(app: Any) -> None:
+    c = app.controls
+    c.dtypes.value = ("bfloat16", "float8_e4m3fn")
+    assert app.state.dtypes == ("bfloat16", "float8_e4m3fn")
+    c.op.value = "log"
+    assert app.state.op == "log"
+    c.mode.value = "xla"
+    assert app.state.mode == "xla"
+    app.state.set(dtypes=["float16"], device="GPU", backends=["numpy"])
+    assert tuple(c.dtypes.value) == ("float16",)
+    assert c.device.value == "GPU"
+    assert tuple(c.backends.value) == ("numpy",)
+
+
+def test_empty_selection_is_refused_with_a_message_and_widget_restored(app: Any) -> None:
+    app.controls.dtypes.value = ()
+    assert app.state.dtypes == ("float16",)
+    assert tuple(app.controls.dtypes.value) == ("float16",)
+    assert "at least one dtype" in app.controls.message.value
+
+
+def test_op_search_narrows_the_dropdown(app: Any) -> None:
+    app.controls.op_search.value = "log"
+    names = [v for _, v in app.controls.op.options]
+    assert "log" in names and "exp" in names  # exp is the current op: always kept
+    assert all("log" in n or n == "exp" for n in names)
+
+
+def test_every_widget_has_a_stable_css_class(app: Any) -> None:
+    c = app.controls
+    for widget, css in [
+        (c.op, "px-op"),
+        (c.dtypes, "px-dtypes"),
+        (c.device, "px-device"),
+        (c.backends, "px-backends"),
+        (c.mode, "px-mode"),
+        (c.op_search, "px-op-search"),
+    ]:
+        assert css in widget._dom_classes
+    for key, tab in app.tabs.items():
+        assert "px-plot" in tab.plot._dom_classes and f"px-{key}-plot" in tab.plot._dom_classes
+
+
+# ------------------------------------------------------------------------------------- rendering
+
+
+def test_ranges_tab_shows_the_exact_float16_exp_overflow_threshold(app: Any) -> None:
+    tab = app.tabs["ranges"]
+    assert app.selected_tab is tab and not tab.dirty
+    assert png_of(tab)
+    values = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    finite = values[np.isfinite(values)]
+    with np.errstate(over="ignore"):
+        first_inf = float(finite[np.isinf(np.exp(finite))].min())  # independent: every float16 input
+    assert first_inf == 11.09375
+    assert repr(first_inf) in html_of(tab.details)
+
+
+def test_changing_dtype_or_op_rerenders_ranges(app: Any) -> None:
+    tab = app.tabs["ranges"]
+    before = png_of(tab)
+    app.controls.dtypes.value = ("bfloat16",)
+    after_dtype = png_of(tab)
+    assert after_dtype != before
+    app.controls.op.value = "square"
+    assert png_of(tab) != after_dtype
+    assert "square" in str(tab.figure.axes[1].get_title())
+
+
+def test_non_elementwise_op_shows_number_lines_and_a_note(app: Any) -> None:
+    app.controls.op.value = "cholesky"
+    tab = app.tabs["ranges"]
+    assert png_of(tab)
+    assert "not an elementwise op" in tab.status.value
+
+
+def test_tabs_render_lazily_when_selected(app: Any) -> None:
+    bits = app.tabs["bits"]
+    app.state.set(value="65519")
+    assert bits.dirty and bits.render_count == 0
+    app.select("bits")
+    assert not bits.dirty and bits.render_count == 1
+
+
+def test_bits_tab_agrees_with_ml_dtypes(app: Any) -> None:
+    app.state.set(dtypes=["float16", "bfloat16", "float8_e4m3fn"], value="0.1")
+    tab = app.select("bits")
+    markup = html_of(tab.details)
+    for dtype, width in ((np.float16, 16), (ml_dtypes.bfloat16, 16), (ml_dtypes.float8_e4m3fn, 8)):
+        pattern = np.array([0.1]).astype(dtype).view(np.uint16 if width == 16 else np.uint8)[0]
+        assert format(int(pattern), f"0{width}b") in markup
+    assert "Every value of float8_e4m3fn (256 code points)" in markup
+    tab.value.value = "not a number"
+    assert app.state.value == "0.1"
+    assert "must be a number" in tab.status.value
+
+
+def test_accuracy_tab_lists_each_backend(app: Any) -> None:
+    tab = app.select("accuracy")
+    assert png_of(tab)
+    markup = html_of(tab.details)
+    assert "numpy" in markup and "emulated" in markup and "max_ulp" in markup
+
+
+def test_errors_are_shown_as_a_readable_message(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    tab = app.tabs["accuracy"]
+
+    def boom() -> None:
+        raise RuntimeError("the engine fell over\nsecond line of detail")
+
+    monkeypatch.setattr(tab, "render", boom)
+    tab.refresh()
+    assert "the engine fell over" in tab.status.value
+    assert "px-msg-error" in tab.status.value
+    assert "Traceback" not in tab.status.value
+
+
+def test_figure_export_png_and_svg(app: Any, tmp_path: Path) -> None:
+    tab = app.tabs["ranges"]
+    assert tab.export("png").startswith(b"\x89PNG")
+    assert b"<svg" in tab.export("svg")[:2000]
+    with pytest.raises(ValueError, match="png, svg"):
+        tab.export("gif")
+    path = app.export("ranges", str(tmp_path / "ranges.svg"))
+    assert Path(path).read_bytes().lstrip().startswith(b"<?xml")
+    tab.export_png.click()
+    assert "download=" in tab.export_link.value and "data:image/png;base64," in tab.export_link.value
+
+
+def test_kernels_tab_waits_for_tensorflow_without_error(app: Any) -> None:
+    tab = app.select("kernels")
+    assert "px-msg-loading" in tab.status.value or "not loaded" in tab.status.value
+    assert "TensorFlow" in app.banner.value
+
+
+def test_failed_tensorflow_load_is_reported_readably() -> None:
+    import explorer
+
+    def fail() -> None:
+        raise ImportError("libcudart.so.12: cannot open shared object file")
+
+    loader = BackgroundLoader("TensorFlow", fail)
+    app = explorer.App(tf_loader=loader, tab="kernels")
+    deadline = time.monotonic() + 10
+    while "could not be loaded" not in app.banner.value and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "could not be loaded" in app.banner.value and "libcudart" in app.banner.value
+    assert "Traceback" not in app.selected_tab.status.value
+
+
+# ------------------------------------------------------------------------------------- jobs and loader
+
+
+def test_job_reports_progress_and_can_be_cancelled() -> None:
+    started = threading.Event()
+    seen: list[float] = []
+
+    def work(ctx: Any) -> int:
+        for i in range(10_000):
+            ctx.progress(i / 10_000, f"step {i}")
+            started.set()
+            ctx.check()
+            time.sleep(0.001)
+        return 1
+
+    job = Job("loop", work).on_progress(lambda j: seen.append(j.fraction))
+    job.start()
+    assert started.wait(5)
+    job.cancel()
+    job.wait(5)
+    assert job.status == "cancelled" and job.result is None
+    assert seen and max(seen) < 1.0
+
+
+def test_failed_job_keeps_a_readable_error() -> None:
+    job = Job("bad", lambda ctx: 1 / 0).start()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        job.wait(5)
+    assert job.status == "failed"
+
+
+def test_loader_runs_once_and_calls_back() -> None:
+    calls: list[str] = []
+    loader = BackgroundLoader("x", lambda: calls.append("ran") or 7)
+    got: list[int] = []
+    loader.add_done_callback(lambda ld: got.append(ld.result))
+    loader.start().start()
+    assert loader.wait(5) == 7
+    loader.add_done_callback(lambda ld: got.append(ld.result))  # already done: called at once
+    assert calls == ["ran"] and got == [7, 7]
+
+
+# ------------------------------------------------------------------------------------- launchers
+
+
+def test_voila_launcher_is_workshop_mode_and_offline(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "explorer", "app", "--dry-run", "--no-browser"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        cwd=Path(__file__).parents[1],
+    )
+    cmd = out.stdout
+    for part in (
+        "voila",
+        "explorer.ipynb",
+        "--Voila.ip=127.0.0.1",
+        "disable_check_xsrf",
+        "cull_idle_timeout=300",
+        "cull_interval=60",
+        "--template=px-offline",
+        "--no-browser",
+    ):
+        assert part in cmd
+    from explorer.cli.app import write_offline_template
+
+    root = write_offline_template(tmp_path)
+    template = (root / "voila" / "templates" / "px-offline" / "index.html.j2").read_text()
+    assert "https://" not in template and "super.super()" in template
+    assert json.loads((root / "voila" / "templates" / "px-offline" / "conf.json").read_text()) == {
+        "base_template": "lab"
+    }
+
+
+def test_lab_launcher_opens_the_explorer_notebook() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "explorer", "lab", "--dry-run"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        cwd=Path(__file__).parents[1],
+    )
+    assert "--LabApp.default_url=/lab/tree/notebooks/explorer.ipynb" in out.stdout
+    assert "--ip=127.0.0.1" in out.stdout
+
+
+def test_launchers_reject_bad_ports() -> None:
+    from explorer.cli.app import voila_command
+    from explorer.cli.lab import lab_command
+
+    with pytest.raises(ValueError, match="port"):
+        voila_command(Path("x.ipynb"), 0)
+    with pytest.raises(ValueError, match="port"):
+        lab_command(Path("."), Path("./x.ipynb"), 70000)
+
+
+# ------------------------------------------------------------------------------------- with TensorFlow
+
+
+@pytest.fixture(scope="module")
+def tf_app() -> Any:
+    import explorer
+
+    app = explorer.App(
+        tab="kernels",
+        op="cholesky",
+        dtypes=["float16", "bfloat16"],
+        backends=["tensorflow", "numpy", "emulated"],
+    )
+    app.ctx.tf_loader.wait(300)
+    deadline = time.monotonic() + 60
+    while (app.tabs["kernels"].dirty or not app.tabs["kernels"].plot.outputs) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return app
+
+
+@pytest.mark.slow
+def test_kernels_tab_shows_the_registry_and_follows_the_dtype(tf_app: Any) -> None:
+    from explorer.analysis.registry import get_registry
+
+    tab = tf_app.select("kernels")
+    before = png_of(tab)
+    markup = html_of(tab.details)
+    reg = get_registry()
+    for dtype in ("float16", "bfloat16"):
+        assert reg.declared("Cholesky", dtype, "CPU").value in markup
+    tf_app.controls.dtypes.value = ("float32",)
+    assert png_of(tab) != before
+    assert "ok" in html_of(tab.details)
+    # raw ops are searchable once the registry has loaded
+    tf_app.controls.op_search.value = "BatchMatMulV"
+    assert any(v.startswith("BatchMatMulV") for _, v in tf_app.controls.op.options)
+
+
+@pytest.mark.slow
+def test_kernels_tab_loads_a_snapshot_from_another_machine(tf_app: Any, tmp_path: Path) -> None:
+    from explorer.analysis.availability import availability
+    from explorer.analysis.snapshot import save_snapshot
+
+    result = availability(
+        ops=["cholesky", "matmul"],
+        dtypes=["float16", "bfloat16"],
+        backends=["tensorflow"],
+        devices=["GPU"],
+        modes=["registry"],
+        progress=False,
+    )
+    result.environment["hostname"] = "gpu-box"
+    path = save_snapshot(result, tmp_path / "gpu.json")
+    tf_app.state.set(op="cholesky", dtypes=["float16", "bfloat16"], mode="registry", device="GPU")
+    tf_app.load_snapshot(str(path))
+    tab = tf_app.tabs["kernels"]
+    assert "gpu.json" in tab.snapshot_label.value
+    assert png_of(tab) and "snapshot" in tab.status.value
+    tab.clear_snapshot()
+    assert tab.snapshot is None
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kind": "something else"}))
+    with pytest.raises(ValueError, match="not a precision-explorer kernels snapshot"):
+        tf_app.load_snapshot(str(bad))
+    tf_app.state.set(device="CPU")
+
+
+@pytest.mark.slow
+def test_environment_tab_counts_gpu_kernels_from_the_registry(tf_app: Any) -> None:
+    from explorer.analysis.registry import get_registry
+
+    tab = tf_app.select("environment")
+    markup = html_of(tab.details)
+    reg = get_registry()
+    frame = reg.matrix(ops=reg.ops_with_kernels(), dtypes=[tf_app.state.dtype], device_types=["GPU"])
+    assert f"<td>{int((frame['status'] == 'ok').sum())}</td>" in markup
+    assert "tensorflow" in markup
+
+
+@pytest.mark.slow
+def test_training_tab_trains_live_and_cancels(tf_app: Any) -> None:
+    tab = tf_app.select("training")
+    tf_app.state.set(policies=["float32", "fp8_emulated"])
+    tab.epochs.value = 1
+    job = tab.start(wait=True)
+    assert job.status == "done", job.error
+    assert png_of(tab)
+    markup = html_of(tab.details)
+    assert "float32" in markup and "fp8_emulated" in markup
+    assert all(len(r.epochs) == 1 for r in tab.runs.values())
+    tab.epochs.value = 50
+    job = tab.start()
+    time.sleep(0.5)
+    tab.cancel()
+    job.wait(120)
+    assert job.status in ("cancelled", "done")
+    assert "cancelled" in tab.status.value or job.status == "done"
