@@ -76,15 +76,18 @@ class NumberLine:
 
     def log2_bounds(self) -> dict[str, float]:
         """log2 of each boundary, for plotting."""
+        # float64's own thresholds (half its smallest subnormal, max + half an ulp) are 0.0 and
+        # inf in float64: take them from the representable facts
+        above = self.overflow_above if np.isfinite(self.overflow_above) else self.max
         out = {
             "smallest_subnormal": float(np.log2(self.smallest_subnormal)),
             "smallest_normal": float(np.log2(self.smallest_normal)),
             "max": float(np.log2(self.max)),
-            "overflow_above": float(np.log2(self.overflow_above)),
+            "overflow_above": float(np.log2(above)),
             "eps": float(np.log2(self.eps)),
         }
         if self.underflow_below is not None:
-            out["underflow_below"] = float(np.log2(self.underflow_below))
+            out["underflow_below"] = out["smallest_subnormal"] - 1.0
         return out
 
 
@@ -200,7 +203,7 @@ def unary_inputs(fmt: Any, samples: int = DEFAULT_SAMPLES) -> tuple[np.ndarray, 
     if fmt.enumerable:
         with np.errstate(over="ignore", invalid="ignore"):
             values = decode(np.arange(1 << fmt.bits), fmt)
-        return np.unique(values[np.isfinite(values)]), True
+        return np.unique(values[np.isfinite(values)]) + 0.0, True  # + 0.0: -0 -> 0
     if not isinstance(samples, int | np.integer) or samples < 2:
         raise ValueError(f"samples must be an integer >= 2, got {samples!r}")
     top = int(ordinals(np.array([fmt.max]), fmt)[0])

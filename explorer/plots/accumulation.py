@@ -1,0 +1,58 @@
+"""Plot of :mod:`explorer.analysis.accumulation`: running sums against N.
+
+Pure function; no pyplot.  Returns the Figure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+ACCUMULATOR_COLORS: dict[str, str] = {"format": "#d73027", "float32": "#4575b4", "float64": "#1a1a1a"}
+
+
+def plot_running_sum(study: Any, ax: Any = None) -> Any:
+    """Running sum (or dot product) against the number of terms, one line per accumulator,
+    the exact value, and a mark where each accumulator stagnated.
+
+    ``study``: a :class:`~explorer.analysis.accumulation.SummationStudy` or ``DotStudy``.
+    """
+    from explorer.analysis.accumulation import stagnation
+
+    if ax is None:
+        from matplotlib.figure import Figure
+
+        ax = Figure(figsize=(8.0, 3.8), layout="constrained").add_subplot()
+    n = np.arange(1, study.n + 1)
+    for name, sums in study.running.items():
+        label = f"{study.format} accumulator" if name == "format" else f"{name} accumulator"
+        colour = ACCUMULATOR_COLORS.get(name)
+        ax.plot(
+            n,
+            sums,
+            label=f"{label}: {sums[-1]:.6g}",
+            color=colour,
+            linestyle="--" if name == "float64" else "-",
+            linewidth=1.3,
+        )
+        stuck = stagnation(sums)
+        if stuck.stagnated and stuck.at_n is not None:
+            ax.plot([stuck.at_n], [stuck.value], marker="o", color=colour)
+            ax.annotate(
+                f"stuck at {stuck.value:g} after {stuck.at_n} terms",
+                (stuck.at_n, stuck.value),
+                textcoords="offset points",
+                xytext=(8, 8),
+                fontsize=8,
+                color=colour,
+            )
+    ax.axhline(
+        study.exact_final, color="grey", linewidth=0.8, linestyle=":", label=f"exact: {study.exact_final:.6g}"
+    )
+    ax.set_xlabel("number of terms N")
+    ax.set_ylabel("running sum" if hasattr(study, "distribution") else "running dot product")
+    what = getattr(study, "distribution", "uniform")
+    ax.set_title(f"{study.n:,} {what} terms rounded to {study.format}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    return ax.figure

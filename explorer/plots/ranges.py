@@ -1,0 +1,176 @@
+"""Plots of :mod:`explorer.analysis.ranges`: number lines, op-aware regions, binary maps.
+
+Pure functions of the analysis results; no pyplot.  Each takes an optional
+``ax`` and returns the ``matplotlib.figure.Figure`` it drew on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+#: one colour per kind of input (colour-blind-friendly: red/blue/yellow/purple on pale green)
+KIND_COLORS: dict[str, str] = {
+    "ok": "#c7e9c0",
+    "overflow": "#d73027",
+    "underflow": "#4575b4",
+    "subnormal": "#fdae61",
+    "nan": "#762a83",
+}
+
+
+def _new_ax(ax: Any, figsize: tuple[float, float]) -> Any:
+    if ax is not None:
+        return ax
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize, layout="constrained").add_subplot()
+
+
+def _legend(ax: Any, kinds: list[str] | None = None) -> None:
+    from matplotlib.patches import Patch
+
+    kinds = kinds or list(KIND_COLORS)
+    ax.legend(
+        handles=[Patch(color=KIND_COLORS[k], label=k) for k in kinds],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18),
+        ncol=len(kinds),
+        fontsize=8,
+        frameon=False,
+    )
+
+
+def plot_number_lines(lines: Any, ax: Any = None) -> Any:
+    """Stacked number lines on a log2 |x| axis: underflow to zero, subnormal, normal,
+    overflow, with marks at the smallest subnormal, smallest normal, eps and max.
+
+    ``lines``: a :class:`~explorer.analysis.ranges.NumberLine` or a list of them.
+    """
+    if not isinstance(lines, list | tuple):
+        lines = [lines]
+    if not lines:
+        raise ValueError("no number lines to draw")
+    ax = _new_ax(ax, (9.0, 0.45 * len(lines) + 1.2))
+    bounds = [line.log2_bounds() for line in lines]
+    lo = min(b["smallest_subnormal"] for b in bounds) - 6
+    hi = max(b["overflow_above"] for b in bounds) + 6
+    for row, (line, b) in enumerate(zip(lines, bounds, strict=True)):
+        y = len(lines) - 1 - row
+        zero_edge = b.get("underflow_below", b["smallest_subnormal"])
+        normal = b["smallest_normal"]
+        top = b["overflow_above"]
+        ax.barh(y, zero_edge - lo, left=lo, color=KIND_COLORS["underflow"], height=0.6)
+        ax.barh(y, normal - zero_edge, left=zero_edge, color=KIND_COLORS["subnormal"], height=0.6)
+        ax.barh(y, top - normal, left=normal, color=KIND_COLORS["ok"], height=0.6)
+        ax.barh(y, hi - top, left=top, color=KIND_COLORS["overflow"], height=0.6)
+        for key, marker in (
+            ("smallest_subnormal", "|"),
+            ("smallest_normal", "|"),
+            ("max", "|"),
+            ("eps", "v"),
+        ):
+            ax.plot(
+                [b[key]],
+                [y + (0.38 if key == "eps" else 0)],
+                marker=marker,
+                color="black",
+                markersize=7 if key == "eps" else 12,
+            )
+        ax.text(
+            hi - 0.5,
+            y,
+            f"overflow → {line.overflow_gives}",
+            va="center",
+            ha="right",
+            fontsize=7,
+            color="white",
+        )
+    ax.set_yticks(range(len(lines)), [line.format for line in reversed(lines)], fontsize=8)
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("log2 |x|   (| marks: smallest subnormal, smallest normal, max; ▼ eps)")
+    _legend(ax, ["underflow", "subnormal", "ok", "overflow"])
+    return ax.figure
+
+
+def _index_ticks(ax: Any, inputs: np.ndarray, axis: str = "x", count: int = 9) -> None:
+    """Label an axis of input indices with the input values at a few positions."""
+    if inputs.size == 0:
+        return
+    pos = np.unique(np.linspace(0, inputs.size - 1, count).astype(int))
+    labels = [f"{inputs[p]:.3g}" for p in pos]
+    if axis == "x":
+        ax.set_xticks(pos, labels, fontsize=7, rotation=30)
+    else:
+        ax.set_yticks(pos, labels, fontsize=7)
+
+
+def plot_regions(regions: Any, ax: Any = None) -> Any:
+    """One row per backend: the kind of every swept input, inputs in value order (evenly
+    spaced code points, so the x axis is logarithmic on each side of zero).
+
+    ``regions``: an :class:`~explorer.analysis.ranges.OpRegions` or a dict of them by backend.
+    """
+    if not isinstance(regions, dict):
+        regions = {regions.backend: regions}
+    if not regions:
+        raise ValueError("no regions to draw")
+    ax = _new_ax(ax, (9.0, 0.5 * len(regions) + 1.6))
+    names = list(regions)
+    first = next(iter(regions.values()))
+    for row, name in enumerate(names):
+        reg = regions[name]
+        y = len(names) - 1 - row
+        if not reg.ran:
+            ax.text(
+                first.inputs.size / 2,
+                y,
+                f"{reg.status}: {reg.error[:80]}",
+                ha="center",
+                va="center",
+                fontsize=7,
+            )
+            continue
+        starts = np.concatenate([[0], np.nonzero(np.diff(reg.kinds))[0] + 1])
+        ends = np.concatenate([starts[1:], [reg.kinds.size]])
+        for s, e in zip(starts, ends, strict=True):
+            kind = ["ok", "overflow", "underflow", "subnormal", "nan"][int(reg.kinds[s])]
+            ax.barh(y, max(e - s, 1), left=s, color=KIND_COLORS[kind], height=0.7)
+    ax.set_yticks(range(len(names)), list(reversed(names)), fontsize=8)
+    ax.set_xlim(0, max(first.inputs.size, 1))
+    _index_ticks(ax, first.inputs)
+    scope = "every finite value" if first.exhaustive else "sampled inputs"
+    ax.set_xlabel(f"input x of {first.op} in {first.format} ({scope}, in value order)")
+    _legend(ax)
+    return ax.figure
+
+
+def plot_binary_map(bmap: Any, ax: Any = None) -> Any:
+    """The kind of every (a, b) pair of a binary op as an image; the axes hold the grid's
+    values in order (evenly spaced code points)."""
+    from matplotlib.colors import ListedColormap
+
+    ax = _new_ax(ax, (5.5, 5.0))
+    if bmap.kinds.size == 0:
+        ax.text(
+            0.5, 0.5, f"{bmap.backend}: {bmap.status}\n{bmap.error[:80]}", ha="center", transform=ax.transAxes
+        )
+        return ax.figure
+    cmap = ListedColormap(list(KIND_COLORS.values()))
+    ax.imshow(
+        bmap.kinds.T,
+        origin="lower",
+        cmap=cmap,
+        vmin=-0.5,
+        vmax=len(KIND_COLORS) - 0.5,
+        interpolation="nearest",
+        aspect="auto",
+    )
+    _index_ticks(ax, bmap.a, "x", 7)
+    _index_ticks(ax, bmap.b, "y", 7)
+    ax.set_xlabel("a")
+    ax.set_ylabel("b")
+    ax.set_title(f"{bmap.op}(a, b) in {bmap.format} on {bmap.backend}", fontsize=9)
+    _legend(ax, right=True)
+    return ax.figure
