@@ -336,3 +336,23 @@ def test_cli_train_json_and_errors(capsys, tmp_path) -> None:
         )
     assert (tmp_path / "training.png").stat().st_size > 0
     assert (tmp_path / "gradients_float32.png").exists()
+
+
+def test_keras_callbacks_get_the_hooks_and_can_stop_the_run(keras) -> None:
+    batches: list = []
+    epochs: list = []
+    spy = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda b, logs: batches.append((b, sorted(logs))),
+        on_epoch_end=lambda e, logs: epochs.append((e, sorted(logs))),
+    )
+    # needs an improvement of 10 in the loss every epoch: stops after the second epoch
+    stop = keras.callbacks.EarlyStopping(monitor="loss", min_delta=10.0, patience=0)
+    r = train(policy="float32", epochs=5, max_train_samples=256, keras_callbacks=[spy, stop])
+    assert r.stopped_early and not r.cancelled and len(r.epochs) == 2
+    assert [b for b, _ in batches] == [0, 1, 2, 3] * 2
+    assert batches[0][1] == ["accuracy", "loss"]
+    assert epochs == [
+        (0, ["accuracy", "loss", "val_accuracy", "val_loss"]),
+        (1, ["accuracy", "loss", "val_accuracy", "val_loss"]),
+    ]
+    assert r.to_dict()["stopped_early"] is True

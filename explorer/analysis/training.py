@@ -274,6 +274,8 @@ class TrainingResult:
     histograms: list[GradientHistogram] = field(default_factory=list)
     seconds: float = 0.0
     cancelled: bool = False
+    #: a Keras callback set ``model.stop_training``
+    stopped_early: bool = False
     total_steps: int = 0
 
     @property
@@ -342,6 +344,7 @@ class TrainingResult:
             "skipped_steps": self.skipped_steps,
             "seconds": self.seconds,
             "cancelled": self.cancelled,
+            "stopped_early": self.stopped_early,
         }
         if steps:
             out["steps"] = [{k: _json_float(v) for k, v in asdict(s).items()} for s in self.steps]
@@ -526,6 +529,7 @@ def train(
     callback: Callable[[Record], None] | None = None,
     cancel: threading.Event | None = None,
     progress: Callable[[int, int], None] | None = None,
+    keras_callbacks: Sequence[Any] | None = None,
     **overrides: Any,
 ) -> TrainingResult:
     """Train one model under one policy and return every record.
@@ -535,6 +539,12 @@ def train(
     ``GradientHistogram`` and ``EpochRecord`` as it happens; ``progress(done,
     total)`` after each step; when ``cancel`` is set the run stops before the
     next step and the result has ``cancelled=True``.
+
+    ``keras_callbacks`` are Keras' own callbacks (``keras.callbacks.EarlyStopping``,
+    ``TerminateOnNaN``...): they get the batch and epoch hooks with ``loss``,
+    ``accuracy`` (and ``val_loss``, ``val_accuracy`` at epoch end); one that sets
+    ``model.stop_training`` ends the run after the current step
+    (``stopped_early=True``).
 
     >>> r = train(policy="float32", epochs=1, max_train_samples=128)  # doctest: +SKIP
     >>> r.final["loss"] < 2.5  # doctest: +SKIP
@@ -550,7 +560,7 @@ def train(
     spec = policy_spec(config.policy)
     data = load_digits_data(config.model)
     with _RUN_LOCK, keras_policy(spec):
-        return _train_locked(config, spec, data, callback, cancel, progress)
+        return _train_locked(config, spec, data, callback, cancel, progress, keras_callbacks)
 
 
 def _train_locked(
@@ -560,6 +570,7 @@ def _train_locked(
     callback: Callable[[Record], None] | None,
     cancel: threading.Event | None,
     progress: Callable[[int, int], None] | None,
+    keras_callbacks: Sequence[Any] | None = None,
 ) -> TrainingResult:
     from explorer.backends.tensorflow_backend import import_tensorflow
 
@@ -632,13 +643,29 @@ def _train_locked(
         if callback is not None:
             callback(record)
 
+    hooks = keras.callbacks.CallbackList(
+        list(keras_callbacks or []),
+        add_history=False,
+        add_progbar=False,
+        model=model,
+        epochs=config.epochs,
+        steps=per_epoch,
+        verbose=0,
+    )
+    model.stop_training = False
+    hooks.on_train_begin()
     for epoch in range(config.epochs):
         order = rng.permutation(n)
         epoch_steps: list[StepRecord] = []
+        hooks.on_epoch_begin(epoch)
         for b in range(per_epoch):
             if cancel is not None and cancel.is_set():
                 result.cancelled = True
                 break
+            if model.stop_training:
+                result.stopped_early = True
+                break
+            hooks.on_train_batch_begin(b)
             idx = order[b * config.batch_size : (b + 1) * config.batch_size]
             t0 = time.perf_counter()
             want = step in hist_steps
@@ -669,6 +696,7 @@ def _train_locked(
                 hist = _histogram(spec.name, step, compute_dtype, grads.numpy(), scale)
                 result.histograms.append(hist)
                 emit(hist)
+            hooks.on_train_batch_end(b, {"loss": rec.loss, "accuracy": rec.accuracy})
             step += 1
             if progress is not None:
                 progress(step, total)
@@ -693,8 +721,21 @@ def _train_locked(
         )
         result.epochs.append(ep)
         emit(ep)
+        hooks.on_epoch_end(
+            epoch,
+            {
+                "loss": ep.loss,
+                "accuracy": ep.accuracy,
+                "val_loss": ep.val_loss,
+                "val_accuracy": ep.val_accuracy,
+            },
+        )
         if result.cancelled:
             break
+        if model.stop_training:
+            result.stopped_early = True
+            break
+    hooks.on_train_end()
     result.seconds = time.perf_counter() - start
     return result
 
@@ -705,6 +746,7 @@ def run_policies(
     callback: Callable[[Record], None] | None = None,
     cancel: threading.Event | None = None,
     progress: Callable[[int, int], None] | None = None,
+    keras_callbacks: Sequence[Any] | None = None,
     **config_fields: Any,
 ) -> list[TrainingResult]:
     """Train the same model under each policy in turn (stops early when cancelled).
@@ -732,7 +774,9 @@ def run_policies(
             if progress is not None:
                 progress(base + step, grand_total)
 
-        r = train(c, callback=callback, cancel=cancel, progress=local_progress)
+        r = train(
+            c, callback=callback, cancel=cancel, progress=local_progress, keras_callbacks=keras_callbacks
+        )
         results.append(r)
         done += r.total_steps
         if r.cancelled:
