@@ -51,18 +51,16 @@ def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000) -> Any
             alpha=0.7,
             label=label,
         )
-    nonzero = np.abs(x[x != 0])
-    ax.set_xscale("symlog", linthresh=float(nonzero.min()) if nonzero.size else 1.0)
+    from explorer.formats import resolve
+
+    # linear through the subnormals, logarithmic from the smallest normal on
+    ax.set_xscale("symlog", linthresh=resolve(result.format).smallest_normal)
     ax.set_yscale("symlog", linthresh=1.0)
     ax.set_xlabel("input x" if len(result.inputs) == 1 else "first input a")
     ax.set_ylabel(f"error (ulps of {result.format})")
-    ax.set_title(
-        f"{result.op} in {result.format}: error against float64 correctly rounded",
-        fontsize=9,
-        pad=4 + 11 * len(result.ulps),
-    )
+    ax.set_title(f"{result.op} in {result.format}: error against float64 correctly rounded", fontsize=9)
     if result.ulps:
-        ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.08), ncol=1, frameon=False)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     else:
         ax.text(0.5, 0.5, "no backend ran", transform=ax.transAxes, ha="center")
     return ax.figure

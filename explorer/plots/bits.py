@@ -48,7 +48,9 @@ def plot_bit_fields(infos: Any, ax: Any = None) -> Any:
     ax.legend(
         handles=[Patch(color=c, label=f) for f, c in FIELD_COLORS.items()],
         fontsize=7,
-        loc="upper right",
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=3,
         frameon=False,
     )
     return ax.figure

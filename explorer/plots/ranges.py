@@ -28,18 +28,22 @@ def _new_ax(ax: Any, figsize: tuple[float, float]) -> Any:
     return Figure(figsize=figsize, layout="constrained").add_subplot()
 
 
-def _legend(ax: Any, kinds: list[str] | None = None) -> None:
+def _legend(ax: Any, kinds: list[str] | None = None, right: bool = False) -> None:
     from matplotlib.patches import Patch
 
     kinds = kinds or list(KIND_COLORS)
-    ax.legend(
-        handles=[Patch(color=KIND_COLORS[k], label=k) for k in kinds],
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.18),
-        ncol=len(kinds),
-        fontsize=8,
-        frameon=False,
-    )
+    handles = [Patch(color=KIND_COLORS[k], label=k) for k in kinds]
+    if right:
+        ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    else:
+        ax.legend(
+            handles=handles,
+            loc="lower center",
+            bbox_to_anchor=(0.5, 1.0),
+            ncol=len(kinds),
+            fontsize=8,
+            frameon=False,
+        )
 
 
 def plot_number_lines(lines: Any, ax: Any = None) -> Any:
