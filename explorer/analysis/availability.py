@@ -496,9 +496,19 @@ def registry_gaps(
 
 
 def only_on(dtype: str, device_type: str, elsewhere: str, registry: Registry | None = None) -> list[str]:
-    """Raw ops (with any kernel) that have a ``dtype`` kernel on ``device_type`` but not on
-    ``elsewhere``: e.g. float16 kernels only on GPU, not on CPU."""
+    """Raw ops that have a ``dtype`` kernel on ``device_type`` but not on ``elsewhere``, although
+    they do have kernels on ``elsewhere`` for other dtypes (ops that exist on only one device
+    type at all are left out): e.g. float16 kernels only on GPU, not on CPU."""
     reg = registry if registry is not None else get_registry()
-    frame = reg.matrix(ops=reg.ops_with_kernels(), dtypes=[dtype], device_types=[device_type, elsewhere])
+    candidates = [
+        name
+        for name in reg.ops_with_kernels()
+        if reg.ops[name].data_attr is not None
+        and reg.ops[name].kernels.get(device_type)
+        and reg.ops[name].kernels.get(elsewhere)
+    ]
+    if not candidates:
+        return []
+    frame = reg.matrix(ops=candidates, dtypes=[dtype], device_types=[device_type, elsewhere])
     wide = frame.pivot(index="op", columns="device_type", values="status")
     return sorted(wide.index[(wide[device_type] == "ok") & (wide[elsewhere] == "no_kernel")])

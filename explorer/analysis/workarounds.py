@@ -160,6 +160,10 @@ def execute_workaround(code: str) -> Any:
     """Run a workaround's code in a fresh namespace and return its ``result``."""
     if not isinstance(code, str) or not code.strip():
         raise ValueError("workaround code must be a non-empty string")
+    if "import tensorflow" in code:  # import it quietly first (its C++ start-up chatter hidden)
+        from explorer.backends.tensorflow_backend import import_tensorflow
+
+        import_tensorflow()
     namespace: dict[str, Any] = {"__name__": "__workaround__"}
     exec(compile(code, "<workaround>", "exec"), namespace)
     if "result" not in namespace:
