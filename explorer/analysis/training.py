@@ -24,6 +24,12 @@ Gradient statistics are taken on the gradients the optimizer receives (scaled,
 when loss scaling is on).  Under a mixed policy the gradient of a float32
 variable is the float32 cast of a float16 (or bfloat16) gradient, so its zeros,
 subnormals and non-finite values are those of the compute dtype.
+(TensorFlow's CPU kernels flush float32 subnormals to zero, so float32 and
+bfloat16 runs show hardly any subnormals; float16's are real.)
+
+Each run calls ``keras.utils.set_random_seed(seed)`` (Python, NumPy and TensorFlow
+global seeds), builds its model with seeded initialisers and shuffles with its own
+NumPy generator, so a run is repeatable on the same machine.
 
 Scenarios
 ---------
