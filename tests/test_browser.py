@@ -85,13 +85,19 @@ def free_port() -> int:
 
 
 def wait_for_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 90.0) -> None:
+    """Until ``url`` answers (a ``tcp://host:port`` url: until the port accepts connections)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            with urllib.request.urlopen(url, timeout=5):
-                return
+            if url.startswith("tcp://"):
+                host, port = url.removeprefix("tcp://").split(":")
+                socket.create_connection((host, int(port)), timeout=2).close()
+            else:
+                with urllib.request.urlopen(url, timeout=5):
+                    pass
+            return
         except OSError:
             time.sleep(0.3)
     raise RuntimeError(f"server at {url} not ready after {timeout} s:\n{log.read_text()[-3000:]}")
@@ -116,6 +122,16 @@ def shoot(page: Any, name: str) -> Path:
 
 def img_src(page: Any, selector: str) -> str:
     return str(page.eval_on_selector(selector, "el => el.getAttribute('src')"))
+
+
+def select_op(page: Any, op: str) -> None:
+    """Pick ``op`` in the op dropdown (its labels read ``name  ·  group``)."""
+    value = page.eval_on_selector(
+        ".px-op select",
+        "(el, op) => [...el.options].find(o => o.textContent.trim().split(/\\s/)[0] === op).value",
+        op,
+    )
+    page.select_option(".px-op select", value=value)
 
 
 def open_tab(page: Any, title: str) -> None:
@@ -157,7 +173,7 @@ def voila_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             cwd=ROOT,
         )
     try:
-        wait_for_http(f"http://127.0.0.1:{port}/api/kernelspecs", proc, log)
+        wait_for_http(f"tcp://127.0.0.1:{port}", proc, log)  # GET / would run the notebook
         yield f"http://127.0.0.1:{port}/"
     finally:
         stop(proc)
@@ -272,7 +288,7 @@ def test_jupyterlab_runs_explorer_notebook_and_widget_changes_output(browser: An
         page.locator(".px-ranges-plot img").first.scroll_into_view_if_needed(timeout=120_000)
         page.wait_for_selector(".px-ranges-plot img", timeout=120_000)
         before = img_src(page, ".px-ranges-plot img")
-        page.select_option(".px-op select", "exp")
+        select_op(page, "exp")
         page.wait_for_function(
             "before => { const i = document.querySelector('.px-ranges-plot img');"
             " return i !== null && i.getAttribute('src') !== before; }",
