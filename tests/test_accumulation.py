@@ -90,3 +90,11 @@ def test_bad_arguments_raise() -> None:
         make_terms("uniform", 0)
     with pytest.raises(ValueError, match="same size"):
         running_dot([1.0, 2.0], [1.0], "float16")
+
+
+def test_running_sum_plot_has_one_line_per_accumulator() -> None:
+    from explorer.plots.accumulation import plot_running_sum
+
+    fig = plot_running_sum(summation_study("bfloat16", n=2000))
+    labels = [line.get_label() for line in fig.axes[0].lines]
+    assert sum("accumulator" in label for label in labels) == 3

@@ -120,3 +120,10 @@ def test_cli_accuracy_json_has_one_entry_per_backend() -> None:
     assert [r["backend"] for r in rows] == ["numpy", "emulated"]
     keys = {"backend", "max_ulp", "mean_ulp", "correctly_rounded_fraction", "n_inputs", "exhaustive"}
     assert all(keys <= set(r) for r in rows)
+
+
+def test_ulp_plot_overlays_every_backend_that_ran() -> None:
+    from explorer.plots.accuracy import plot_ulp_error
+
+    fig = plot_ulp_error(accuracy("exp", "float16", ("numpy", "emulated")))
+    assert len(fig.axes[0].lines) == 2

@@ -114,3 +114,11 @@ def test_cli_bits_json_and_negative_values() -> None:
     data = json.loads(out.getvalue())
     assert data["sign"] == 1 and data["kind"] == "subnormal"
     assert data["value"] == float(np.float16(-1.5e-5))
+
+
+def test_bit_fields_plot_draws_one_box_per_bit() -> None:
+    from explorer.plots.bits import plot_bit_fields
+
+    infos = [inspect_value("0.1", "float16"), inspect_value("0.1", "float8_e4m3fn")]
+    fig = plot_bit_fields(infos)
+    assert len(fig.axes[0].patches) == 16 + 8

@@ -289,3 +289,27 @@ def test_cli_ranges_json_shape() -> None:
     assert data["format"] == "float16" and data["backend"] == "numpy"
     assert data["thresholds"]["overflow"]["positive"]["min"] == 11.09375
     assert all(set(r) >= {"kind", "lo", "hi"} for r in data["regions"])
+
+
+def test_plots_are_pure_figures() -> None:
+    import subprocess
+    import sys
+
+    from matplotlib.figure import Figure
+
+    from explorer.plots.ranges import plot_binary_map, plot_number_lines, plot_regions
+
+    fig = plot_number_lines(R.number_lines(["float64", "float16", "float8_e8m0fnu", "float4_e2m1fn"]))
+    assert isinstance(fig, Figure) and len(fig.axes[0].patches) == 16
+    regions = R.regions_all("exp", "float16", ("numpy", "emulated"))
+    assert isinstance(plot_regions(regions), Figure)
+    assert isinstance(plot_binary_map(R.binary_map("mul", "float4_e2m1fn", "emulated")), Figure)
+    # drawing never needs pyplot (checked in a fresh interpreter: TensorFlow itself imports it)
+    code = (
+        "import sys; from explorer.analysis import ranges, bits, accumulation; "
+        "from explorer.plots import ranges as p, bits as b, accumulation as a; "
+        "p.plot_number_lines(ranges.number_lines()); b.plot_bit_fields(bits.inspect_value(1.0, 'half')); "
+        "a.plot_running_sum(accumulation.summation_study(n=100)); "
+        "assert 'matplotlib.pyplot' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
