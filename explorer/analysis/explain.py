@@ -160,8 +160,16 @@ def disagreement(declared: str | None, probed: str, row: dict[str, Any], reg: Re
     catalog_raws = [r for r in row.get("raw_op", "").split(",") if r]
     public = row.get("tf_public") or row["op"]
     if ran:
+        blocked = catalog_raws
+        if reg is not None and (row["device"], row["mode"]) in REGISTRY_DEVICE:
+            dev_type = registry_device(row["device"], row["mode"])
+            blocked = [
+                r
+                for r in catalog_raws
+                if reg.has_op(r) and reg.declared(r, row["dtype"], dev_type) is not Status.OK
+            ] or catalog_raws
         return (
-            f"the registry declares {declared} for {_join(catalog_raws)} in {row['dtype']}, yet "
+            f"the registry declares {declared} for {_join(blocked)} in {row['dtype']}, yet "
             f"{public} ran: the public function does not run that raw op in this dtype "
             f"(it is built from other ops, or converts the dtype first)."
         )
