@@ -296,6 +296,7 @@ def test_jupyterlab_runs_explorer_notebook_and_widget_changes_output(browser: An
             timeout=60_000,
         )
         assert img_src(page, ".px-ranges-plot img") != before
+        page.wait_for_timeout(500)
         shoot(page, "lab-ranges")
         prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
         assert prompts and all(p.strip().startswith("[") and p.strip() != "[ ]:" for p in prompts), prompts

@@ -240,30 +240,41 @@ class KernelsTab(Tab):
         self.show_message(f"{note}Showing {len(ops)} ops × {len(self.state.dtypes)} dtypes, {what}.", "info")
 
     def _draw(self, rows: Any, panels: list[tuple[str, str, str]], ops: list[str]) -> Any:
+        """One heatmap (plots.availability.heatmap) whose columns are panel × dtype: one Axes, one image."""
+        import pandas as pd
         from matplotlib.figure import Figure
 
         plots = engines.module("plots.availability")
-        n_dtypes = max(len(set(rows["dtype"])), 1)
-        panel_width = 0.5 * n_dtypes + 0.4
-        height = 0.2 * len(ops) + 0.3
-        left, gap = 1.5, 0.35
-        width = left + len(panels) * panel_width + (len(panels) - 1) * gap + 0.3
-        total_h = height + 1.75
-        fig = Figure(figsize=(max(width, 4.0), total_h))
-        fw = fig.get_figwidth()
-        for i, (backend, device, mode) in enumerate(panels):
-            x0 = left + i * (panel_width + gap)
-            ax = fig.add_axes((x0 / fw, 1.25 / total_h, panel_width / fw, height / total_h))
-            sub = rows[(rows["backend"] == backend) & (rows["device"] == device) & (rows["mode"] == mode)]
-            plots.heatmap(sub, backend, device, mode, ax=ax, legend=False)
-            ax.set_title(f"{backend}\n{device} · {mode}", fontsize=8)
-            if i:
-                ax.tick_params(labelleft=False)
-            labels = ax.get_yticklabels()
-            for label in labels:
-                if label.get_text() == self.state.op:
-                    label.set_fontweight("bold")
-                    label.set_color("#c00")
+        dtypes = list(dict.fromkeys(rows["dtype"]))
+        backends = {p[0] for p in panels}
+        parts = []
+        for backend, device, mode in panels:
+            sub = rows[
+                (rows["backend"] == backend) & (rows["device"] == device) & (rows["mode"] == mode)
+            ].copy()
+            where = device if mode == "registry" else f"{device} {mode}"
+            label = where if len(backends) == 1 else f"{backend}\n{where}"
+            sub["dtype"] = pd.Categorical(sub["dtype"], categories=dtypes, ordered=True)
+            sub = sub.sort_values("dtype", kind="stable")
+            sub["dtype"] = sub["dtype"].astype(str) + "\n" + label
+            parts.append(sub.assign(backend="all", device="all", mode="all"))
+        combo = pd.concat(parts, ignore_index=True)
+        n_cols = len(dict.fromkeys(combo["dtype"]))
+        width, height = 1.6 + 0.62 * n_cols, 1.9 + 0.2 * len(ops)
+        fig = Figure(figsize=(max(width, 4.0), height))
+        ax = fig.add_axes(
+            (1.4 / max(width, 4.0), 1.35 / height, 0.62 * n_cols / max(width, 4.0), (0.2 * len(ops)) / height)
+        )
+        plots.heatmap(combo, "all", "all", "all", ax=ax, legend=False)
+        for boundary in range(len(dtypes), n_cols, len(dtypes)):
+            ax.axvline(boundary - 0.5, color="black", linewidth=1.5)
+        ax.tick_params(axis="x", labelrotation=90, labelsize=7)
+        source = "declared (registry)" if all(p[2] == "registry" for p in panels) else "probed"
+        ax.set_title(f"{', '.join(sorted(backends))} · {source}", fontsize=8)
+        for label in ax.get_yticklabels():
+            if label.get_text() == self.state.op:
+                label.set_fontweight("bold")
+                label.set_color("#c00")
         return fig
 
     def _details_html(self, rows: Any, source: str) -> str:

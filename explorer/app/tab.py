@@ -42,6 +42,7 @@ class Tab:
         self.last_render_seconds: float | None = None
         self._figure: Any = None
         self._render_lock = threading.RLock()
+        self._message_shown = False
 
         self.status = widgets.HTML(value="").add_class("px-status").add_class(f"px-{self.key}-status")
         self.plot = widgets.Output().add_class("px-plot").add_class(f"px-{self.key}-plot")
@@ -81,6 +82,7 @@ class Tab:
         with self._render_lock:
             start = time.perf_counter()
             self.dirty = False
+            self._message_shown = False
             try:
                 if self.needs_tensorflow and not self.ctx.tf_ready:
                     self.show_message(
@@ -89,6 +91,8 @@ class Tab:
                     self.dirty = True
                 else:
                     self.render()
+                    if not self._message_shown:
+                        self.clear_message()  # a message from an earlier selection must not linger
             except NotAvailableYet as exc:
                 self.show_message(str(exc), "info")
             except Exception as exc:
@@ -126,6 +130,7 @@ class Tab:
 
     def show_message(self, text: str, kind: str = "info", detail: str = "") -> None:
         """Show a one-line message in the status area."""
+        self._message_shown = True
         self.status.value = render.message_html(text, kind, detail)
 
     def clear_message(self) -> None:
