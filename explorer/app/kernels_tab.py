@@ -271,7 +271,7 @@ class KernelsTab(Tab):
         ax.tick_params(axis="x", labelrotation=90, labelsize=7)
         source = "declared (registry)" if all(p[2] == "registry" for p in panels) else "probed"
         ax.set_title(f"{', '.join(sorted(backends))} · {source}", fontsize=8)
-        for tick_label in ax.get_yticktick_labels():
+        for tick_label in ax.get_yticklabels():
             if tick_label.get_text() == self.state.op:
                 tick_label.set_fontweight("bold")
                 tick_label.set_color("#c00")
