@@ -313,3 +313,22 @@ def test_plots_are_pure_figures() -> None:
         "assert 'matplotlib.pyplot' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_div_float16_map_matches_an_independent_count() -> None:
+    bmap = R.binary_map("div", "float16", "numpy", points=129)
+    a, b = np.meshgrid(bmap.a, bmap.b, indexing="ij")
+    with np.errstate(all="ignore"):
+        y = (a.astype(np.float16) / b.astype(np.float16)).astype(np.float64)
+    counts = bmap.counts()
+    assert counts["nan"] == int(np.isnan(y).sum()) == 1  # 0 / 0
+    assert counts["overflow"] == int((np.isinf(y) & (b != 0)).sum())  # x / 0 = inf is exact
+    assert counts["underflow"] == int(((y == 0) & (a != 0)).sum())
+
+
+def test_threshold_summary_has_every_unary_op() -> None:
+    ops = ["exp", SQUARE, "log"]
+    table = R.threshold_summary("float16", ops=ops, backends=("numpy", "emulated"))
+    assert set(table["op"]) == {"exp", "square", "log"}
+    row = table[(table.op == "square") & (table.backend == "emulated") & (table.kind == "overflow")]
+    assert row["positive_min"].tolist() == [256.0] and row["negative_max"].tolist() == [-256.0]

@@ -314,17 +314,34 @@ def _raises(reference: Any, inputs: tuple[np.ndarray, ...], flag: str) -> np.nda
 def reference_flags(
     reference: Any, inputs: tuple[np.ndarray, ...], values: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(pole, tiny)`` for :func:`classify`: infinite reference values that are true poles
-    (the divide-by-zero flag: ``1/0``, ``log(0)``), and zero values that are float64
-    underflows of a nonzero result (the underflow flag: ``exp(-1000)``)."""
+    """``(pole, tiny)`` for :func:`classify`.
+
+    ``pole``: infinite reference values that are mathematically infinite: the
+    divide-by-zero flag is raised (``1/0``, ``log(0)``), or, for unary ops whose
+    reference sets no flag (``lgamma(-1)``, ``erfinv(1)``), the reference at a
+    neighbouring float64 input is finite and far from float64's overflow (an
+    overflow such as ``exp(1000)`` is huge or infinite next door too).
+    ``tiny``: zero values that are float64 underflows of a nonzero result (the
+    underflow flag: ``exp(-1000)``).
+    """
     pole = np.zeros(values.shape, bool)
     tiny = np.zeros(values.shape, bool)
-    flat = [np.asarray(x).ravel() for x in inputs]
+    flat = [np.asarray(x, dtype=np.float64).ravel() for x in inputs]
     v = values.ravel()
     for mask, flag, out in ((np.isinf(v), "divide", pole), (v == 0, "under", tiny)):
         idx = np.nonzero(mask)[0]
         if idx.size:
             out.ravel()[idx] = _raises(reference, tuple(x[idx] for x in flat), flag)
+    undecided = np.nonzero(np.isinf(v) & ~pole.ravel())[0]
+    if len(flat) == 1 and undecided.size:
+        x = flat[0][undecided]
+        near = np.zeros(undecided.size, bool)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for direction in (-np.inf, np.inf):
+                nb = np.asarray(reference(np.nextafter(x, direction)), dtype=np.float64)
+                near |= np.isfinite(nb) & (np.abs(nb) < 1e300)
+        pole.ravel()[undecided[near]] = True
     return pole, tiny
 
 
@@ -789,3 +806,41 @@ def binary_map(op: Any, fmt: Any, backend: str = "numpy", points: int = 257) -> 
     if run.result is not None:
         kinds = s.kinds(name).reshape(axis.size, axis.size)
     return BinaryMap(s.op, s.format, name, run.status, run.error, axis, axis, kinds, s.exhaustive)
+
+
+def threshold_summary(
+    fmt: Any, ops: Any = None, backends: Any = DEFAULT_BACKENDS, samples: int = DEFAULT_SAMPLES
+) -> Any:
+    """One row per (op, backend, kind other than ok) for every elementwise unary op of the
+    catalog (or ``ops``) in ``fmt``: how many inputs, and the smallest and largest negative
+    and positive inputs of that kind; one row with the status for a backend that did not run.
+    Returns a pandas DataFrame.
+    """
+    import pandas as pd
+
+    names = unary_ops() if ops is None else [_check_unary(o).name for o in ops]
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        s = sweep(name, fmt, backends, samples)
+        for backend in s.runs:
+            reg = regions_from_sweep(s, backend)
+            base = {"op": name, "backend": backend, "status": reg.status}
+            if not reg.ran:
+                rows.append({**base, "kind": None, "error": reg.error})
+                continue
+            if not reg.thresholds:
+                rows.append({**base, "kind": "ok", "count": int(reg.inputs.size)})
+            for kind, t in reg.thresholds.items():
+                neg, pos = t["negative"] or {}, t["positive"] or {}
+                rows.append(
+                    {
+                        **base,
+                        "kind": kind,
+                        "count": t["count"],
+                        "negative_min": neg.get("min"),
+                        "negative_max": neg.get("max"),
+                        "positive_min": pos.get("min"),
+                        "positive_max": pos.get("max"),
+                    }
+                )
+    return pd.DataFrame(rows)
