@@ -154,8 +154,8 @@ def test_crash_loses_only_the_current_probe(tmp_path) -> None:  # type: ignore[n
     class CrashOnSecond:
         calls = 0
 
-        def warm(self, backend: str) -> None:
-            pass
+        def workers(self) -> dict[str, int]:
+            return {"numpy": 1}
 
         def call(self, key, func, batch, path, *args, timeout):  # type: ignore[no-untyped-def]
             self.calls += 1

@@ -20,7 +20,7 @@ from typing import Any
 
 from explorer.analysis import envcache
 from explorer.analysis.explain import disagreement, explain, refine_status
-from explorer.analysis.probe import Probe, run_probes
+from explorer.analysis.probe import Probe, run_probes, warm_worker
 from explorer.analysis.registry import REGISTRY_DEVICE, Registry, get_registry, registry_device
 from explorer.outcome import Status
 
@@ -366,7 +366,8 @@ def availability(
             from explorer.sandbox import default_sandbox
 
             try:
-                cache["devices"] = default_sandbox().call("tensorflow", worker_devices, timeout=120.0)
+                box = default_sandbox()
+                cache["devices"] = box.call(warm_worker(box, "tensorflow"), worker_devices, timeout=120.0)
             except Exception as exc:  # the device list is informative only
                 cache["devices"] = {"error": str(exc)}
     if fresh:

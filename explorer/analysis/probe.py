@@ -25,6 +25,38 @@ from explorer.outcome import Status
 
 #: exit status the watchdog uses when a probe runs past its limit
 TIMEOUT_EXIT = 86
+#: environment variable with the XLA flags of the TensorFlow probe worker
+XLA_FLAGS_ENV = "PX_PROBE_XLA_FLAGS"
+#: availability only asks whether XLA compiles and runs an op, not how fast the code is:
+#: LLVM optimisation off halves compile time (set PX_PROBE_XLA_FLAGS="" for TF's defaults;
+#: an XLA_FLAGS already set in the environment is always kept)
+DEFAULT_PROBE_XLA_FLAGS = "--xla_backend_optimization_level=0"
+
+
+def worker_key(backend: str) -> str:
+    """The sandbox worker that runs a backend's availability probes (TensorFlow gets its own,
+    started with the probe XLA flags; the others share the backend's worker)."""
+    return "kernels-tensorflow" if backend == "tensorflow" else backend
+
+
+def init_worker(backend: str, xla_flags: str) -> list[str]:
+    """Worker side: set the XLA flags (unless XLA_FLAGS is set) and import the framework."""
+    if xla_flags and "XLA_FLAGS" not in os.environ:
+        os.environ["XLA_FLAGS"] = xla_flags
+    from explorer.sandbox import warm_backend
+
+    return warm_backend(backend)
+
+
+def warm_worker(box: Any, backend: str) -> str:
+    """Start (once) the worker for ``backend``'s probes in sandbox ``box``; returns its key."""
+    from explorer.sandbox import WARMUP_TIMEOUT
+
+    key = worker_key(backend)
+    if key not in box.workers():
+        flags = os.environ.get(XLA_FLAGS_ENV, DEFAULT_PROBE_XLA_FLAGS)
+        box.call(key, init_worker, backend, flags, timeout=WARMUP_TIMEOUT)
+    return key
 
 
 @dataclass(frozen=True, order=True)
@@ -220,7 +252,7 @@ def run_probes(
         while queue:
             batch, queue = queue[:chunk], queue[chunk:]
             try:
-                box.warm(backend)
+                key = warm_worker(box, backend)
             except (SandboxCrash, SandboxTimeout) as exc:
                 for p in batch + queue:
                     results[p.key] = failure_record(
@@ -234,7 +266,7 @@ def run_probes(
             start = time.perf_counter()
             try:
                 records = box.call(
-                    backend,
+                    key,
                     run_probe_batch,
                     batch,
                     path,

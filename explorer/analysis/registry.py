@@ -389,9 +389,11 @@ def get_registry(where: str = "auto", refresh: bool = False) -> Registry:
         if where == "here":
             data = read_registry_data()
         else:
+            from explorer.analysis.probe import warm_worker
             from explorer.sandbox import default_sandbox
 
-            data = default_sandbox().call("tensorflow", read_registry_data, timeout=300.0)
+            box = default_sandbox()
+            data = box.call(warm_worker(box, "tensorflow"), read_registry_data, timeout=300.0)
         write_json_atomic(path, data)
     _REGISTRY = Registry(data)
     return _REGISTRY
