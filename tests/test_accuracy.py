@@ -92,6 +92,8 @@ def test_bad_names_raise() -> None:
         accuracy("expp", "float16")
     with pytest.raises(ValueError, match="Valid backends"):
         accuracy("exp", "float16", ("numpyy",))
+    with pytest.raises(ValueError, match="not elementwise"):
+        accuracy("cholesky", "float16")
     with pytest.raises(ValueError, match="no backend"):
         accuracy("exp", "float16", ("numpy",)).by_backend("torch")
 

@@ -29,7 +29,7 @@ from explorer.analysis.ranges import (
     sweep,
 )
 from explorer.formats import resolve
-from explorer.ops import get_op
+from explorer.ops import catalog, get_op
 
 
 def ulp_distance(result: np.ndarray, expected: np.ndarray, fmt: Any) -> np.ndarray:
@@ -181,6 +181,12 @@ def accuracy(
     formats of 8 bits or fewer, a ``points`` x ``points`` log-spaced grid otherwise.
     """
     o = get_op(op)
-    if o.elementwise and o.arity == 2:
+    if not o.elementwise or o.arity not in (1, 2):
+        valid = [c.name for c in catalog().values() if c.elementwise and c.arity in (1, 2)]
+        raise ValueError(
+            f"op {o.name} is not elementwise; ULP accuracy is measured for the "
+            f"elementwise ops: {', '.join(valid)}"
+        )
+    if o.arity == 2:
         return accuracy_from_sweep(binary_sweep(o, fmt, backends, points))
     return accuracy_from_sweep(sweep(o, fmt, backends, samples, refine=False))
