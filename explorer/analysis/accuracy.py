@@ -172,7 +172,12 @@ def accuracy_from_sweep(s: Sweep) -> AccuracyResult:
 
 
 def accuracy(
-    op: Any, fmt: Any, backends: Any = DEFAULT_BACKENDS, samples: int = DEFAULT_SAMPLES, points: int = 257
+    op: Any,
+    fmt: Any,
+    backends: Any = DEFAULT_BACKENDS,
+    samples: int = DEFAULT_SAMPLES,
+    points: int = 257,
+    device: str = "CPU",
 ) -> AccuracyResult:
     """ULP errors of an elementwise op in ``fmt`` on each backend.
 
@@ -188,5 +193,5 @@ def accuracy(
             f"elementwise ops: {', '.join(valid)}"
         )
     if o.arity == 2:
-        return accuracy_from_sweep(binary_sweep(o, fmt, backends, points))
-    return accuracy_from_sweep(sweep(o, fmt, backends, samples, refine=False))
+        return accuracy_from_sweep(binary_sweep(o, fmt, backends, points, device))
+    return accuracy_from_sweep(sweep(o, fmt, backends, samples, refine=False, device=device))

@@ -363,6 +363,8 @@ class BackendRun:
     detail: str = ""
     #: float64 results aligned with the sweep's inputs (None when it did not run)
     result: np.ndarray | None = None
+    #: the device it actually ran on
+    device: str | None = None
 
     @property
     def ran(self) -> bool:
@@ -389,6 +391,8 @@ class Sweep:
     #: zero references that are float64 underflows of nonzero values
     tiny: np.ndarray
     domain: tuple[float, float] = (-np.inf, np.inf)
+    #: the device asked of every backend
+    device: str = "CPU"
 
     def kinds(self, backend: str) -> np.ndarray:
         """Kind codes of every input on one backend that ran."""
@@ -402,17 +406,21 @@ class Sweep:
         return int(self.reference.size)
 
 
-def _run_backend(name: str, op: Op, fmt: Format, inputs: tuple[np.ndarray, ...]) -> BackendRun:
+def _run_backend(
+    name: str, op: Op, fmt: Format, inputs: tuple[np.ndarray, ...], device: str = "CPU"
+) -> BackendRun:
     from explorer.backends import get_backend
 
     backend = get_backend(name)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        outcome = backend.run(op, fmt, inputs=inputs)
+        outcome = backend.run(op, fmt, device=device, inputs=inputs)
         result = None
         if outcome.ran and outcome.result is not None:
             result = np.asarray(outcome.result).astype(np.float64).reshape(inputs[0].shape)
-    return BackendRun(backend.name, outcome.status.value, outcome.error_first_line, outcome.detail, result)
+    return BackendRun(
+        backend.name, outcome.status.value, outcome.error_first_line, outcome.detail, result, outcome.device
+    )
 
 
 @dataclass
@@ -424,12 +432,14 @@ class _Evaluation:
     runs: dict[str, BackendRun]
 
 
-def _evaluate(op: Op, fmt: Format, inputs: tuple[np.ndarray, ...], backends: tuple[str, ...]) -> _Evaluation:
+def _evaluate(
+    op: Op, fmt: Format, inputs: tuple[np.ndarray, ...], backends: tuple[str, ...], device: str = "CPU"
+) -> _Evaluation:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         reference = np.asarray(op.reference(*inputs), dtype=np.float64).reshape(inputs[0].shape)
     pole, tiny = reference_flags(op.reference, inputs, reference)
-    runs = {name: _run_backend(name, op, fmt, inputs) for name in backends}
+    runs = {name: _run_backend(name, op, fmt, inputs, device) for name in backends}
     return _Evaluation(reference, round_reference(reference, fmt), pole, tiny, runs)
 
 
@@ -457,22 +467,38 @@ def unary_ops() -> list[str]:
 
 
 def sweep(
-    op: Any, fmt: Any, backends: Any = DEFAULT_BACKENDS, samples: int = DEFAULT_SAMPLES, refine: bool = True
+    op: Any,
+    fmt: Any,
+    backends: Any = DEFAULT_BACKENDS,
+    samples: int = DEFAULT_SAMPLES,
+    refine: bool = True,
+    device: str = "CPU",
 ) -> Sweep:
     """Run a unary elementwise op over every finite value of ``fmt`` (sampled when wider
     than 16 bits) on each backend, one vectorised call per backend.
 
     For sampled formats, each boundary between two kinds (on any backend) is
     refined until the inputs on both sides are neighbouring values of the
-    format (``refine=False`` skips that).
+    format (``refine=False`` skips that).  ``device`` is asked of every backend
+    (``"GPU"`` where there is one).
     """
     op = _check_unary(op)
     fmt = resolve(fmt)
     names = _check_backends(backends)
     x, exhaustive = unary_inputs(fmt, samples)
-    ev = _evaluate(op, fmt, (x,), names)
+    ev = _evaluate(op, fmt, (x,), names, device)
     result = Sweep(
-        op.name, fmt.name, (x,), ev.reference, ev.rounded, ev.runs, exhaustive, ev.pole, ev.tiny, op.domain
+        op.name,
+        fmt.name,
+        (x,),
+        ev.reference,
+        ev.rounded,
+        ev.runs,
+        exhaustive,
+        ev.pole,
+        ev.tiny,
+        op.domain,
+        device,
     )
     if not exhaustive and refine:
         result = _refine(result, op, fmt, names)
@@ -516,7 +542,7 @@ def _refine(
         if new.size == 0:
             break
         x_new = from_ordinals(new, fmt)
-        ev = _evaluate(op, fmt, (x_new,), names)
+        ev = _evaluate(op, fmt, (x_new,), names, s.device)
         x = np.concatenate([s.inputs[0], x_new])
         order = np.argsort(x, kind="stable")
         merged: dict[str, BackendRun] = {}
@@ -525,7 +551,7 @@ def _refine(
             new_result = ev.runs[name].result
             if run.result is not None and new_result is not None:
                 res = np.concatenate([run.result, new_result])[order]
-            merged[name] = BackendRun(run.backend, run.status, run.error, run.detail, res)
+            merged[name] = BackendRun(run.backend, run.status, run.error, run.detail, res, run.device)
 
         def join(old: np.ndarray, new: np.ndarray, order: np.ndarray = order) -> np.ndarray:
             return np.concatenate([old, new])[order]
@@ -541,6 +567,7 @@ def _refine(
             join(s.pole, ev.pole),
             join(s.tiny, ev.tiny),
             s.domain,
+            s.device,
         )
     return s
 
@@ -686,17 +713,19 @@ def regions_from_sweep(s: Sweep, backend: str) -> OpRegions:
     )
 
 
-def op_regions(op: Any, fmt: Any, backend: str = "numpy", samples: int = DEFAULT_SAMPLES) -> OpRegions:
+def op_regions(
+    op: Any, fmt: Any, backend: str = "numpy", samples: int = DEFAULT_SAMPLES, device: str = "CPU"
+) -> OpRegions:
     """Regions of a unary elementwise op in ``fmt`` on one backend (see module doc)."""
-    s = sweep(op, fmt, (backend,), samples)
+    s = sweep(op, fmt, (backend,), samples, device=device)
     return regions_from_sweep(s, backend)
 
 
 def regions_all(
-    op: Any, fmt: Any, backends: Any = DEFAULT_BACKENDS, samples: int = DEFAULT_SAMPLES
+    op: Any, fmt: Any, backends: Any = DEFAULT_BACKENDS, samples: int = DEFAULT_SAMPLES, device: str = "CPU"
 ) -> dict[str, OpRegions]:
     """Regions on several backends over the same inputs, by backend name."""
-    s = sweep(op, fmt, backends, samples)
+    s = sweep(op, fmt, backends, samples, device=device)
     return {name: regions_from_sweep(s, name) for name in s.runs}
 
 
@@ -777,7 +806,9 @@ def _check_binary(op: Any) -> Op:
     return op
 
 
-def binary_sweep(op: Any, fmt: Any, backends: Any = DEFAULT_BACKENDS, points: int = 257) -> Sweep:
+def binary_sweep(
+    op: Any, fmt: Any, backends: Any = DEFAULT_BACKENDS, points: int = 257, device: str = "CPU"
+) -> Sweep:
     """Run a binary elementwise op over every pair of a :func:`binary_axis` grid on each
     backend (one call per backend); the inputs are the flattened grid (first operand
     varies slowest)."""
@@ -787,11 +818,24 @@ def binary_sweep(op: Any, fmt: Any, backends: Any = DEFAULT_BACKENDS, points: in
     axis, exhaustive = binary_axis(fmt, points)
     a, b = np.meshgrid(axis, axis, indexing="ij")
     inputs = (a.ravel(), b.ravel())
-    ev = _evaluate(op, fmt, inputs, names)
-    return Sweep(op.name, fmt.name, inputs, ev.reference, ev.rounded, ev.runs, exhaustive, ev.pole, ev.tiny)
+    ev = _evaluate(op, fmt, inputs, names, device)
+    return Sweep(
+        op.name,
+        fmt.name,
+        inputs,
+        ev.reference,
+        ev.rounded,
+        ev.runs,
+        exhaustive,
+        ev.pole,
+        ev.tiny,
+        device=device,
+    )
 
 
-def binary_map(op: Any, fmt: Any, backend: str = "numpy", points: int = 257) -> BinaryMap:
+def binary_map(
+    op: Any, fmt: Any, backend: str = "numpy", points: int = 257, device: str = "CPU"
+) -> BinaryMap:
     """Classify every pair (a, b) of a :func:`binary_axis` grid for a binary elementwise op
     (add, mul, div, pow, ...) on one backend.
 
@@ -799,7 +843,7 @@ def binary_map(op: Any, fmt: Any, backend: str = "numpy", points: int = 257) -> 
     >>> m.kinds.shape
     (253, 253)
     """
-    s = binary_sweep(op, fmt, (backend,), points)
+    s = binary_sweep(op, fmt, (backend,), points, device)
     name, run = next(iter(s.runs.items()))
     axis = np.unique(s.inputs[0])
     kinds = np.array([], np.int8)
@@ -809,7 +853,11 @@ def binary_map(op: Any, fmt: Any, backend: str = "numpy", points: int = 257) -> 
 
 
 def threshold_summary(
-    fmt: Any, ops: Any = None, backends: Any = DEFAULT_BACKENDS, samples: int = DEFAULT_SAMPLES
+    fmt: Any,
+    ops: Any = None,
+    backends: Any = DEFAULT_BACKENDS,
+    samples: int = DEFAULT_SAMPLES,
+    device: str = "CPU",
 ) -> Any:
     """One row per (op, backend, kind other than ok) for every elementwise unary op of the
     catalog (or ``ops``) in ``fmt``: how many inputs, and the smallest and largest negative
@@ -821,7 +869,7 @@ def threshold_summary(
     names = unary_ops() if ops is None else [_check_unary(o).name for o in ops]
     rows: list[dict[str, Any]] = []
     for name in names:
-        s = sweep(name, fmt, backends, samples)
+        s = sweep(name, fmt, backends, samples, device=device)
         for backend in s.runs:
             reg = regions_from_sweep(s, backend)
             base = {"op": name, "backend": backend, "status": reg.status}

@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=10,
         help="how many inputs where backends differ to list (text output)",
     )
+    parser.add_argument("--device", default="CPU", help="CPU (default) or GPU")
     parser.add_argument("--json", action="store_true", help="print a JSON list, one entry per backend")
 
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from explorer.cli import print_json, print_table
 
     backends = tuple(args.backend) if args.backend else DEFAULT_BACKENDS
-    result = accuracy(args.op, args.dtype, backends)
+    result = accuracy(args.op, args.dtype, backends, device=args.device)
     rows = [b.to_dict() for b in result.backends]
     if args.json:
         print_json(rows)

@@ -26,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="values per sign for formats wider than 16 bits (default 32768)",
     )
+    parser.add_argument("--device", default="CPU", help="CPU (default) or GPU")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         backend = "numpy" if get_backend("numpy").supports_format(fmt) else "emulated"
     samples = args.samples if args.samples is not None else ranges.DEFAULT_SAMPLES
     if op.elementwise and op.arity == 2:
-        bmap = ranges.binary_map(op, fmt, backend)
+        bmap = ranges.binary_map(op, fmt, backend, device=args.device)
         data = bmap.to_dict()
         data["thresholds"] = {}
         data["regions"] = []
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
             )
             print_table([{"kind": k, "pairs": v} for k, v in bmap.counts().items()], ["kind", "pairs"])
         return 0 if ran else 1
-    regions = ranges.op_regions(op, fmt, backend, samples)
+    regions = ranges.op_regions(op, fmt, backend, samples, device=args.device)
     data = regions.to_dict()
     data["number_line"] = line.to_dict()
     if args.json:
