@@ -332,3 +332,13 @@ def test_threshold_summary_has_every_unary_op() -> None:
     assert set(table["op"]) == {"exp", "square", "log"}
     row = table[(table.op == "square") & (table.backend == "emulated") & (table.kind == "overflow")]
     assert row["positive_min"].tolist() == [256.0] and row["negative_max"].tolist() == [-256.0]
+
+
+def test_a_device_that_is_absent_is_an_outcome_not_an_error() -> None:
+    from explorer.backends import get_backend
+
+    regions = R.op_regions("exp", "float16", "numpy", device="GPU")
+    expected = "ok" if "GPU" in get_backend("numpy").devices() else "no_device"
+    assert regions.status == expected
+    with pytest.raises(ValueError, match="valid devices"):
+        R.op_regions("exp", "float16", "numpy", device="TPU")
