@@ -20,6 +20,7 @@ from explorer.app.state import AppState
 
 
 def png_of(tab: Any) -> str:
+    assert "px-msg-error" not in tab.status.value, tab.status.value
     (bundle,) = tab.plot.outputs
     return str(bundle["data"]["image/png"])
 
@@ -454,3 +455,25 @@ def test_training_tab_trains_live_and_cancels(tf_app: Any) -> None:
     job.wait(120)
     assert job.status in ("cancelled", "done")
     assert "cancelled" in tab.status.value or job.status == "done"
+
+
+@pytest.mark.slow
+def test_probe_now_runs_in_the_background_and_explains_failures(tf_app: Any) -> None:
+    tf_app.state.set(
+        op="cholesky", dtypes=["float16"], backends=["tensorflow"], mode="registry", device="CPU"
+    )
+    tab = tf_app.select("kernels")
+    job = tab.start_probe()
+    assert job.running or job.status == "done"  # the call returns at once
+    job.wait(600)
+    assert job.status == "done", job.error
+    assert tf_app.state.mode == "eager"  # the view switches to what was probed
+    markup = html_of(tab.details)
+    assert png_of(tab)
+    from explorer.backends import get_backend
+
+    outcome = get_backend("tensorflow").run("cholesky", "float16")  # independent: a real run here
+    assert outcome.status.value in markup
+    if not outcome.ran:
+        assert "Workaround" in markup and "float32" in markup
+    tf_app.state.set(mode="registry", backends=["tensorflow", "numpy", "emulated"])

@@ -156,8 +156,23 @@ def wait_for_tab_content(page: Any, key: str, timeout_ms: int) -> None:
 # ---------------------------------------------------------------------------------------- Voila
 
 
+def kernel_children(pid: int) -> list[int]:
+    """Kernel processes (ipykernel) whose parent is ``pid``, read from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == pid and b"ipykernel" in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
 @pytest.fixture(scope="module")
-def voila_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def voila_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     from explorer.cli.app import voila_command, voila_env, write_offline_template
 
     tmp = tmp_path_factory.mktemp("voila")
@@ -174,12 +189,15 @@ def voila_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         )
     try:
         wait_for_http(f"tcp://127.0.0.1:{port}", proc, log)  # GET / would run the notebook
-        yield f"http://127.0.0.1:{port}/"
+        yield f"http://127.0.0.1:{port}/", proc
     finally:
         stop(proc)
 
 
-def test_voila_serves_the_app_and_dtype_changes_kernels_view(browser: Any, voila_url: str) -> None:
+def test_voila_serves_the_app_and_dtype_changes_kernels_view(
+    browser: Any, voila_server: tuple[str, subprocess.Popen[bytes]]
+) -> None:
+    voila_url, proc = voila_server
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
     external: list[str] = []
 
@@ -212,8 +230,14 @@ def test_voila_serves_the_app_and_dtype_changes_kernels_view(browser: Any, voila
             page.wait_for_timeout(300)
             assert shoot(page, f"voila-{key}").stat().st_size > 0
         assert not external, f"the page fetched from outside 127.0.0.1: {external}"
+        assert kernel_children(proc.pid) or not Path("/proc").exists()  # this visitor's kernel
     finally:
         page.close(run_before_unload=True)
+    if Path("/proc").exists():  # workshop mode: the visitor's kernel is shut down when the page closes
+        deadline = time.monotonic() + 30
+        while kernel_children(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert kernel_children(proc.pid) == [], "Voila left the visitor's kernel running"
 
 
 # ---------------------------------------------------------------------------------------- JupyterLab

@@ -37,16 +37,15 @@ class AccuracyTab(Tab):
         result = self.ctx.cache.get(
             ("accuracy", op.name, dtype, backends), lambda: accuracy.accuracy_from_sweep(sweep)
         )
-        fig = Figure(figsize=(10.0, 3.6), layout="constrained")
-        if op.arity == 1:
-            adapters.ulp_axes(result, fig.add_subplot())
-        else:
-            ax = fig.add_subplot()
-            names = list(result.ulps)
-            ax.bar(names, [float(abs(u[~(u != u)]).max(initial=0)) for u in result.ulps.values()])
-            ax.set_ylabel(f"max error in ulps of {dtype}")
-            ax.set_title(f"{op.name}(a, b) in {dtype}", fontsize=9)
-        self.show_figure(fig, "ulp error")
+        plots = engines.module("plots.accuracy")
+
+        def draw() -> Any:
+            fig = Figure(figsize=(10.0, 4.0))
+            (ax,) = adapters.stacked_axes(fig, [2.6], bottom=1.1, top=0.4)
+            plots.plot_ulp_error(result, ax, max_points=6000)
+            return fig
+
+        self.show_cached_figure(("ulp", op.name, dtype, backends), draw, "ulp error")
         summary = [b.to_dict() for b in result.backends]
         disagreements = result.disagreements(limit=30)
         parts = ["<h4>Per backend</h4>", table_html(summary)]

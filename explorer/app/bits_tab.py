@@ -79,16 +79,8 @@ class BitsTab(Tab):
         self.clear_message()
 
     def _figure_for(self, infos: list[Any]) -> Any:
-        try:
-            plots = engines.module("plots.bits")
-        except engines.NotAvailableYet:
-            plots = None
-        for name in ("plot_bit_fields", "plot_bits", "bit_fields_figure"):
-            if plots is not None and hasattr(plots, name):
-                return getattr(plots, name)(infos)
-        from explorer.app.adapters import bit_fields_figure
-
-        return bit_fields_figure(infos)
+        plots = engines.module("plots.bits")
+        return plots.plot_bit_fields(infos)
 
 
 def _bits_of(dtype: str) -> int:

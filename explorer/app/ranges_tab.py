@@ -18,11 +18,6 @@ class RangesTab(Tab):
     key = "ranges"
     fields = ("op", "dtypes", "backends")
 
-    def build(self) -> None:
-        import ipywidgets as widgets
-
-        self.toolbar.children = [widgets.HTML(adapters.colour_key_html())]
-
     def on_tensorflow_loaded(self, app: Any) -> None:
         if "tensorflow" in self.state.backends:
             self.dirty = True
@@ -86,21 +81,25 @@ class RangesTab(Tab):
             self.clear_message()
 
     def _draw(self, lines: list[Any], detail: Any, title: str | None) -> Any:
+        """plots.ranges on fixed-layout axes (no layout engine: one draw per render)."""
         from matplotlib.figure import Figure
 
+        plots = engines.module("plots.ranges")
         fig = Figure(figsize=(10.0, 4.0))
         lines_height = 0.32 * len(lines) + 0.2
         if detail is None:
-            adapters.number_lines_axes(lines, adapters.stacked_axes(fig, [lines_height])[0])
+            plots.plot_number_lines(lines, adapters.stacked_axes(fig, [lines_height], top=0.5)[0])
             return fig
         if isinstance(detail, dict):
-            lines_ax, ax = adapters.stacked_axes(fig, [lines_height, 0.45 * len(detail) + 0.4], gap=1.0)
-            adapters.regions_axes(detail, ax)
-            ax.set_title(title, fontsize=9)
+            lines_ax, ax = adapters.stacked_axes(
+                fig, [lines_height, 0.45 * len(detail) + 0.4], gap=1.5, top=0.5, bottom=0.8
+            )
+            plots.plot_regions(detail, ax)
+            ax.set_title(title, fontsize=9, pad=22)
         else:
-            lines_ax, ax = adapters.stacked_axes(fig, [lines_height, 3.2], gap=1.0)
-            adapters.binary_map_axes(detail, ax)
-        adapters.number_lines_axes(lines, lines_ax)
+            lines_ax, ax = adapters.stacked_axes(fig, [lines_height, 3.2], gap=1.2, top=0.5, right=1.6)
+            plots.plot_binary_map(detail, ax)
+        plots.plot_number_lines(lines, lines_ax)
         return fig
 
     def _thresholds_html(self, regions: dict[str, Any], ranges: Any) -> str:
