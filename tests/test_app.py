@@ -475,5 +475,5 @@ def test_probe_now_runs_in_the_background_and_explains_failures(tf_app: Any) -> 
     outcome = get_backend("tensorflow").run("cholesky", "float16")  # independent: a real run here
     assert outcome.status.value in markup
     if not outcome.ran:
-        assert "Workaround" in markup and "float32" in markup
+        assert "<b>Workaround</b>" in markup
     tf_app.state.set(mode="registry", backends=["tensorflow", "numpy", "emulated"])
