@@ -15,6 +15,7 @@ TABLE_COLUMNS = ["backend", "op", "raw_op", "dtype", "device", "mode", "status",
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The verb's options (see ``precision-explorer kernels --help``)."""
     parser.add_argument(
         "--op",
         action="append",
@@ -49,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print availability rows (table or ``--json``), or a snapshot, or a diff of two."""
     from explorer.cli import print_json, print_table
 
     if args.diff:
