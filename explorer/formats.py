@@ -141,7 +141,24 @@ class Format:
         return self.bits <= 16
 
     def round(self, values: Any) -> np.ndarray:
-        """Round float values to this format (nearest-even), returned in the storage dtype."""
+        """Round float values to this format, correctly (nearest-even, in one step),
+        returned in the storage dtype.
+
+        ml_dtypes casts float64 through float32, which rounds twice; float64 input
+        is therefore rounded by :func:`explorer.rounding.round_to`.
+
+        >>> float(resolve("bfloat16").round(1 + 2**-8 + 2**-40))
+        1.0078125
+        """
+        x = np.asarray(values)
+        if x.dtype == np.float64 and self.name not in ("float64", "float32", "float16"):
+            from explorer.rounding import round_to
+
+            return round_to(x, self)
+        return self.cast(x)
+
+    def cast(self, values: Any) -> np.ndarray:
+        """The plain dtype cast (ml_dtypes' ``astype``; tf32: float32 then mantissa rounding)."""
         x = np.asarray(values)
         if self.emulated:
             return _round_tf32(x.astype(np.float32))

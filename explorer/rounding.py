@@ -60,6 +60,10 @@ def round_to(
     if rng is not None and not isinstance(rng, np.random.Generator | int | np.integer):
         raise TypeError(f"rng must be a numpy Generator, an int seed or None, got {type(rng).__name__}")
     x = np.asarray(values)
+    return _round(x, fmt, mode, rng).reshape(x.shape)
+
+
+def _round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator | int | None) -> np.ndarray:
     if x.dtype.kind != "f" and x.dtype != fmt.storage_dtype:
         x = x.astype(np.float64)
     if mode == "nearest_even":
@@ -67,7 +71,7 @@ def round_to(
             # ml_dtypes casts float64 through float32 (double rounding); round in one step
             return _bit_round(x, fmt, mode, np.random.default_rng(0))
         with np.errstate(over="ignore", invalid="ignore"):
-            return fmt.round(x)
+            return fmt.cast(x)
     generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     if x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float32 if x.dtype.itemsize < 4 else np.float64)
@@ -113,7 +117,7 @@ def _layout(fmt: Format, wide: bool) -> _Layout:
     if not wide and prefix_bits <= 20 and not fmt.emulated:
         prefixes = (np.arange(1 << prefix_bits, dtype=uint) << uint(shift)).view(float_dtype)
         with np.errstate(over="ignore", invalid="ignore"):
-            table = fmt.round(prefixes)
+            table = fmt.cast(prefixes)
     return _Layout(uint, keep, tiny_below, max_bits, table, shift)
 
 
@@ -160,10 +164,10 @@ def _bit_round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator) 
                 up[:] = False
             elif mode == "stochastic":
                 up = rng.random(magnitude.shape) * fmt.smallest_subnormal < magnitude
-            result[idx] = fmt.round(np.copysign(np.where(up, fmt.smallest_subnormal, 0.0), x[idx]))
+            result[idx] = fmt.cast(np.copysign(np.where(up, fmt.smallest_subnormal, 0.0), x[idx]))
         if special.any():
             idx = np.nonzero(special)
-            result[idx] = fmt.round(x[idx])
+            result[idx] = fmt.cast(x[idx])
     return result
 
 
@@ -175,7 +179,7 @@ def _bits_view(stored: np.ndarray, fmt: Format) -> tuple[np.ndarray, Any]:
 def _neighbour_round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator) -> np.ndarray:
     """Generic (slower) rounding: the nearest value, stepped one code point toward zero if it overshoots."""
     with np.errstate(over="ignore", invalid="ignore"):
-        nearest = np.ascontiguousarray(fmt.round(x))
+        nearest = np.ascontiguousarray(fmt.cast(x))
         wide = x.astype(np.float64) if x.dtype.itemsize < 8 else x
         near_val = nearest.astype(np.float64)
         bits, uint = _bits_view(nearest, fmt)

@@ -176,3 +176,22 @@ def test_bad_names_name_the_closest_match_and_the_valid_names():
         decode(np.array([1.5]), "float16")
     with pytest.raises(ValueError, match=r"\[0, 2\*\*8\)"):
         decode(256, "float8_e4m3fn")
+
+
+@pytest.mark.parametrize("fmt", [f for f in all_formats() if f.enumerable and f.has_sign], ids=str)
+def test_round_from_float64_is_correctly_rounded(fmt: Format):
+    # an independent nearest search over every finite value of the format
+    with np.errstate(invalid="ignore"):
+        values = np.unique(all_values(fmt).astype(np.float64))
+    values = values[np.isfinite(values)]
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, 20_000) * fmt.max * rng.choice([1e-6, 1e-3, 0.1, 1.0], 20_000)
+    i = np.clip(np.searchsorted(values, x), 1, values.size - 1)
+    below, above = values[i - 1], values[i]
+    nearest = np.where(x - below < above - x, below, above)
+    rounded = fmt.round(x).astype(np.float64)
+    ties = (x - below) == (above - x)
+    np.testing.assert_array_equal(rounded[~ties], nearest[~ties])
+    # the double-rounding trap of a cast through float32
+    if fmt.name == "bfloat16":
+        assert float(fmt.round(np.float64(1 + 2**-8 + 2**-40))) == 1 + 2**-7
