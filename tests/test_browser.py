@@ -230,14 +230,16 @@ def test_voila_serves_the_app_and_dtype_changes_kernels_view(
             page.wait_for_timeout(300)
             assert shoot(page, f"voila-{key}").stat().st_size > 0
         assert not external, f"the page fetched from outside 127.0.0.1: {external}"
-        assert kernel_children(proc.pid) or not Path("/proc").exists()  # this visitor's kernel
+        if Path("/proc").exists():  # workshop mode: leaving the page shuts the visitor's kernel down
+            assert kernel_children(proc.pid), "no kernel for this visitor?"
+            page.unroute("**/*")  # an intercepted beacon would die with the page
+            page.goto("about:blank")  # beforeunload: Voila's shutdown beacon (needs the xsrf setting)
+            deadline = time.monotonic() + 30
+            while kernel_children(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert kernel_children(proc.pid) == [], "Voila left the visitor's kernel running"
     finally:
         page.close(run_before_unload=True)
-    if Path("/proc").exists():  # workshop mode: the visitor's kernel is shut down when the page closes
-        deadline = time.monotonic() + 30
-        while kernel_children(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert kernel_children(proc.pid) == [], "Voila left the visitor's kernel running"
 
 
 # ---------------------------------------------------------------------------------------- JupyterLab
