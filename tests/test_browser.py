@@ -224,6 +224,10 @@ def test_voila_serves_the_app_and_dtype_changes_kernels_view(
         )
         assert img_src(page, ".px-kernels-plot img") != before
         page.select_option(".px-dtypes select", ["float16", "bfloat16"])
+        select_op(page, "exp")  # an elementwise op: every tab has something to show
+        page.wait_for_function(
+            "() => document.querySelector('.px-kernels-status').textContent.includes('ops ×')", timeout=60_000
+        )
         for key, title in TABS:
             open_tab(page, title)
             wait_for_tab_content(page, key, 120_000)

@@ -13,7 +13,7 @@ import io
 from typing import Any
 
 #: Resolution of figures in the app (kept low: re-rendering must stay fast).
-APP_DPI = 72
+APP_DPI = 90
 
 
 def as_figure(obj: Any) -> Any:
