@@ -418,6 +418,11 @@ def test_kernels_tab_loads_a_snapshot_from_another_machine(tf_app: Any, tmp_path
     assert png_of(tab) and "snapshot" in tab.status.value
     tab.clear_snapshot()
     assert tab.snapshot is None
+    saved = json.loads(tab.snapshot_bytes())  # this machine's rows, loadable elsewhere
+    assert saved["kind"] == "precision-explorer/kernels" and saved["rows"]
+    assert {r["op"] for r in saved["rows"]} >= {"cholesky"}
+    tab.save_button.click()
+    assert "download=" in tab.save_link.value
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"kind": "something else"}))
     with pytest.raises(ValueError, match="not a precision-explorer kernels snapshot"):

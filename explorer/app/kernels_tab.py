@@ -69,11 +69,20 @@ class KernelsTab(Tab):
         self.use_local.add_class("px-snapshot-clear")
         self.use_local.on_click(lambda _: self.clear_snapshot())
         self.snapshot_label = widgets.HTML("")
+        self.save_button = widgets.Button(
+            description="Save snapshot",
+            tooltip="download the shown rows (registry + probed) with this machine's "
+            "environment, to load on another machine",
+        )
+        self.save_button.add_class("px-snapshot-save")
+        self.save_button.on_click(lambda _: self._offer_snapshot())
+        self.save_link = widgets.HTML("").add_class("px-snapshot-link")
         self.key_html = widgets.HTML(_status_key_html())
         self.toolbar.children = [
             widgets.HBox([self.scope, self.probe_button]),
             self.panel.widget,
-            widgets.HBox([self.upload, self.use_local, self.snapshot_label]),
+            widgets.HBox([self.upload, self.use_local, self.save_button, self.save_link]),
+            self.snapshot_label,
             self.key_html,
         ]
         self.job: Job | None = None
@@ -192,6 +201,11 @@ class KernelsTab(Tab):
             note = f"TensorFlow has no dtype for {', '.join(non_tf)}. " if non_tf else ""
             self._render_rows(frame, source="registry", note=note)
             return
+        if self.state.op not in catalog():
+            raise NotAvailableYet(
+                f"{self.state.op} is a raw TensorFlow op without a catalog entry: the registry "
+                "describes it (mode registry), but there is no catalog call to probe."
+            )
         frame, missing = self.probed_frame(ops, dtypes, mode)
         note = (
             f"{missing} cells are not probed yet on this machine — press “Probe now” "
@@ -390,6 +404,38 @@ class KernelsTab(Tab):
             self.show_message(f"Probing failed: {job.error}", "error")
 
     # ------------------------------------------------------------------ snapshots
+
+    def snapshot_bytes(self) -> bytes:
+        """The shown ops × dtypes (registry rows and cached probes) as a snapshot JSON, with this
+        machine's environment (``precision-explorer kernels --load`` and the app read it)."""
+        import pandas as pd
+
+        availability = engines.module("analysis.availability")
+        envcache = engines.module("analysis.envcache")
+        snapshot = engines.module("analysis.snapshot")
+        ops, dtypes = self.shown_ops(), self.state.dtypes
+        frames = [self.declared_frame(ops, dtypes)]
+        for mode in ("eager", "xla"):
+            probed, _ = self.probed_frame(ops, dtypes, mode) if self.state.op in catalog() else (None, 0)
+            if probed is not None:
+                frames.append(probed)
+        rows = pd.concat([f for f in frames if len(f)], ignore_index=True)
+        env = dict(envcache.environment(), tf_version=self.registry().tf_version)
+        result = availability.AvailabilityResult(rows, env)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = snapshot.save_snapshot(result, Path(tmp) / "snapshot.json")
+            return Path(path).read_bytes()
+
+    def _offer_snapshot(self) -> None:
+        from explorer.app.render import download_link, error_message
+
+        try:
+            data = self.snapshot_bytes()
+        except Exception as exc:
+            self.save_link.value = message_html(error_message(exc, "could not save a snapshot"), "warning")
+            return
+        name = f"kernels-{self.state.op}-{self.state.device}.json"
+        self.save_link.value = download_link(data, name, "application/json")
 
     def _uploaded(self, change: dict[str, Any]) -> None:
         files = change["new"]
