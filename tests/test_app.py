@@ -213,6 +213,18 @@ def test_accuracy_tab_lists_each_backend(app: Any) -> None:
     assert "numpy" in markup and "emulated" in markup and "max_ulp" in markup
 
 
+def test_accuracy_tab_shows_where_a_bfloat16_sum_stagnates(app: Any) -> None:
+    app.state.set(dtypes=["bfloat16"], op="cholesky")  # accumulation is shown for any op
+    tab = app.select("accuracy")
+    assert png_of(tab) and "not an elementwise op" in tab.status.value
+    terms = np.random.default_rng(0).uniform(0, 1, 10_000).astype(ml_dtypes.bfloat16)
+    acc = ml_dtypes.bfloat16(0)
+    for t in terms:  # independent: a bfloat16 accumulator, rounded after every addition
+        acc = ml_dtypes.bfloat16(np.float32(acc) + np.float32(t))
+    assert float(acc) == 256.0
+    assert "<td>256.0</td>" in html_of(tab.details)
+
+
 def test_errors_are_shown_as_a_readable_message(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     tab = app.tabs["accuracy"]
 

@@ -1,4 +1,5 @@
-"""Accuracy tab: error in ULPs against the correctly rounded float64 reference, per backend."""
+"""Accuracy tab: error in ULPs against the correctly rounded float64 reference, per backend,
+and accumulation: the running sum of 10,000 terms in a low-precision accumulator vs float32."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from typing import Any
 from explorer.app import adapters, engines
 from explorer.app.render import table_html
 from explorer.app.sweeps import cached_sweep, elementwise_op, sweep_backends
-from explorer.app.tab import NotAvailableYet, Tab
+from explorer.app.tab import Tab
 
 
 class AccuracyTab(Tab):
-    """ULP error per backend for the selected op in the first selected dtype."""
+    """ULP error per backend for the selected op in the first selected dtype, and the
+    accumulation study (sequential sum in the dtype's own accumulator) for that dtype."""
 
     title = "Accuracy"
     key = "accuracy"
@@ -22,39 +24,65 @@ class AccuracyTab(Tab):
             self.dirty = True
 
     def render(self) -> None:
-        accuracy = engines.module("analysis.accuracy")
-        from matplotlib.figure import Figure
-
-        op = elementwise_op(self.state.op)
-        if op is None:
-            raise NotAvailableYet(
-                f"{self.state.op} is not an elementwise op: ULP accuracy is measured for "
-                "elementwise ops (exp, log, tanh, add, mul, …). Pick one above."
-            )
-        backends, note = sweep_backends(self.ctx)
+        accumulation = engines.module("analysis.accumulation")
         dtype = self.state.dtype
-        sweep = cached_sweep(self.ctx, op.name, dtype, backends)
-        result = self.ctx.cache.get(
-            ("accuracy", op.name, dtype, backends), lambda: accuracy.accuracy_from_sweep(sweep)
-        )
-        plots = engines.module("plots.accuracy")
-
-        def draw() -> Any:
-            fig = Figure(figsize=(10.0, 4.0))
-            (ax,) = adapters.stacked_axes(fig, [2.6], bottom=1.1, top=0.4)
-            plots.plot_ulp_error(result, ax, max_points=6000)
-            return fig
-
-        self.show_cached_figure(("ulp", op.name, dtype, backends), draw, "ulp error")
-        summary = [b.to_dict() for b in result.backends]
-        disagreements = result.disagreements(limit=30)
-        parts = ["<h4>Per backend</h4>", table_html(summary)]
-        parts.append(f"<h4>Inputs where backends give different results ({result.n_disagreements()})</h4>")
-        parts.append(
-            table_html(disagreements) if disagreements else "<p>none: every backend that ran agrees.</p>"
-        )
+        study = self.ctx.cache.get(("summation", dtype), lambda: accumulation.summation_study(dtype))
+        op = elementwise_op(self.state.op)
+        parts: list[str] = []
+        note = ""
+        result = None
+        backends: tuple[str, ...] = ()
+        if op is None:
+            note = (
+                f"{self.state.op} is not an elementwise op: ULP accuracy is measured for elementwise ops "
+                "(exp, log, tanh, add, mul, …); the accumulation study below is for any op."
+            )
+        else:
+            accuracy = engines.module("analysis.accuracy")
+            backends, note = sweep_backends(self.ctx)
+            sweep = cached_sweep(self.ctx, op.name, dtype, backends)
+            result = self.ctx.cache.get(
+                ("accuracy", op.name, dtype, backends), lambda: accuracy.accuracy_from_sweep(sweep)
+            )
+            disagreements = result.disagreements(limit=30)
+            parts += [
+                "<h4>ULP error per backend</h4>",
+                table_html([b.to_dict() for b in result.backends]),
+                f"<h4>Inputs where backends give different results ({result.n_disagreements()})</h4>",
+                table_html(disagreements) if disagreements else "<p>none: every backend that ran agrees.</p>",
+            ]
+        key = ("accuracy", op.name if op else None, dtype, backends)
+        self.show_cached_figure(key, lambda: self._draw(result, study), "accuracy")
+        parts += [
+            f"<h4>Summing {study.n:,} {study.distribution} terms in {dtype}</h4>",
+            table_html(
+                [
+                    {
+                        "accumulator": acc,
+                        "sequential sum": study.final[acc],
+                        "pairwise sum": study.pairwise.get(acc),
+                        "exact": study.exact_final,
+                        "stagnated at": (
+                            study.stagnation[acc].value if study.stagnation[acc].stagnated else None
+                        ),
+                    }
+                    for acc in study.running
+                ]
+            ),
+        ]
         self.show_html("".join(parts))
         if note:
             self.show_message(note, "info")
+
+    def _draw(self, result: Any, study: Any) -> Any:
+        from matplotlib.figure import Figure
+
+        plots = engines.module("plots.accumulation")
+        fig = Figure(figsize=(10.0, 4.0))
+        if result is None:
+            (sum_ax,) = adapters.stacked_axes(fig, [2.6], top=0.4)
         else:
-            self.clear_message()
+            ulp_ax, sum_ax = adapters.stacked_axes(fig, [2.4, 2.6], gap=1.6, top=0.4)
+            engines.module("plots.accuracy").plot_ulp_error(result, ulp_ax, max_points=6000)
+        plots.plot_running_sum(study, sum_ax)
+        return fig
