@@ -494,3 +494,22 @@ def test_probe_now_runs_in_the_background_and_explains_failures(tf_app: Any) -> 
     if not outcome.ran:
         assert "<b>Workaround</b>" in markup
     tf_app.state.set(mode="registry", backends=["tensorflow", "numpy", "emulated"])
+
+
+def test_binder_installs_every_runtime_dependency_and_fails_on_errors() -> None:
+    import re
+    import tomllib
+
+    root = Path(__file__).parents[1]
+    deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.split(r"[<>=!~ \[]", d)[0].lower().replace("_", "-") for d in deps}
+    env = (root / "binder" / "environment.yml").read_text()
+    listed = {
+        re.split(r"[<>=!~ ]", line.strip()[2:])[0].lower().replace("_", "-")
+        for line in env.splitlines()
+        if line.strip().startswith("- ")
+    }
+    assert names <= listed, f"binder/environment.yml misses {sorted(names - listed)}"
+    post = (root / "binder" / "postBuild").read_text()
+    assert "set -e" in post or "set -euo pipefail" in post
+    assert "pip install -e ." in post
