@@ -447,6 +447,7 @@ def test_environment_tab_counts_gpu_kernels_from_the_registry(tf_app: Any) -> No
     from explorer.analysis.registry import get_registry
 
     tab = tf_app.select("environment")
+    assert png_of(tab)
     markup = html_of(tab.details)
     reg = get_registry()
     frame = reg.matrix(ops=reg.ops_with_kernels(), dtypes=[tf_app.state.dtype], device_types=["GPU"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from explorer.app import engines
 from explorer.app.context import AppContext
 
@@ -76,3 +78,26 @@ def registry_device_summary(ctx: AppContext, op: str, dtypes: tuple[str, ...]) -
         ctx.cache.get(("registry-summary", tuple(tf_dtypes)), summary),
         ctx.cache.get(("registry-op", op, tuple(tf_dtypes)), per_op),
     )
+
+
+def kernel_counts_figure(summary: Any) -> Any:
+    """Grouped bars: per dtype, how many TensorFlow ops have a kernel on each registry device type."""
+    from matplotlib.figure import Figure
+
+    columns = [c for c in summary.columns if c.startswith("ops with a ")]
+    devices = [c.removeprefix("ops with a ").removesuffix(" kernel") for c in columns]
+    fig = Figure(figsize=(8.0, 3.0))
+    (ax,) = stacked_axes(fig, [2.0], left=0.9, right=0.3, top=0.4, bottom=0.6)
+    width = 0.8 / max(len(summary), 1)
+    x = np.arange(len(devices))
+    for i, row in enumerate(summary.to_dict("records")):
+        values = [row[c] for c in columns]
+        bars = ax.bar(x + (i - (len(summary) - 1) / 2) * width, values, width, label=row["dtype"])
+        ax.bar_label(bars, fontsize=7)
+    ax.set_xticks(x, devices, fontsize=8)
+    ax.set_ylabel("ops with a kernel", fontsize=8)
+    ax.set_title(
+        "TensorFlow's kernel registry: ops with a kernel per device type (read without a GPU)", fontsize=9
+    )
+    ax.legend(fontsize=7)
+    return fig

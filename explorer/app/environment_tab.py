@@ -101,9 +101,14 @@ class EnvironmentTab(Tab):
             return message_html(
                 "The TensorFlow kernel registry is read once TensorFlow has loaded.", "loading"
             )
-        from explorer.app.adapters import registry_device_summary
+        from explorer.app.adapters import kernel_counts_figure, registry_device_summary
 
         summary, per_op = registry_device_summary(self.ctx, self.state.op, self.state.dtypes)
+        self.show_cached_figure(
+            ("counts", tuple(summary["dtype"])),
+            lambda: kernel_counts_figure(summary),
+            "kernels per device type",
+        )
         intro = (
             "<h4>What the kernel registry declares</h4><p>Read from the installed TensorFlow wheel's own "
             "kernel registry — so a machine without a GPU can still say which ops have GPU kernels.</p>"
