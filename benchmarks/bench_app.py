@@ -84,6 +84,7 @@ def _latency(app: Any, tab: str, widget: Any, values: list[Any], repeats: int, d
 
 
 def interaction(repeats: int = 4) -> dict[str, float]:
+    """Median re-render latencies (ms) of the Kernels and Ranges tabs, drawn and revisited."""
     import explorer
 
     app = explorer.App(backends=["tensorflow", "numpy", "emulated"])

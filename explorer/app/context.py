@@ -39,6 +39,7 @@ class ResultCache:
         return value
 
     def clear(self) -> None:
+        """Forget everything cached."""
         with self._lock:
             self._data.clear()
 
@@ -58,4 +59,5 @@ class AppContext:
 
     @property
     def tf_ready(self) -> bool:
+        """True once TensorFlow has loaded in the background."""
         return self.tf_loader.status == "ready"

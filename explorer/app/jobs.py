@@ -98,6 +98,7 @@ class Job:
 
     @property
     def running(self) -> bool:
+        """True between start() and the end of the work."""
         return self.status == "running"
 
     def wait(self, timeout: float | None = None) -> Any:

@@ -150,12 +150,10 @@ class App:
             if tab.needs_tensorflow:
                 tab.dirty = True
         for tab in self.tabs.values():
-            hook = getattr(tab, "on_tensorflow_loaded", None)
-            if hook is not None:
-                try:
-                    hook(self)
-                except Exception as exc:
-                    tab.show_error(exc, "after TensorFlow loaded")
+            try:
+                tab.on_tensorflow_loaded(self)
+            except Exception as exc:
+                tab.show_error(exc, "after TensorFlow loaded")
         if hasattr(self, "startup_seconds") and self.selected_tab.dirty:
             self.selected_tab.refresh()
 

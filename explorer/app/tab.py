@@ -75,6 +75,9 @@ class Tab:
         """Draw the tab from the state."""
         raise NotImplementedError
 
+    def on_tensorflow_loaded(self, app: Any) -> None:
+        """Called in the loader thread once TensorFlow has loaded (tabs using it mark themselves dirty)."""
+
     # ------------------------------------------------------------------ drawing
 
     def refresh(self) -> None:
@@ -134,6 +137,7 @@ class Tab:
         self.status.value = render.message_html(text, kind, detail)
 
     def clear_message(self) -> None:
+        """Empty the status area."""
         self.status.value = ""
 
     def show_error(self, exc: BaseException, context: str = "") -> None:
@@ -217,4 +221,5 @@ class JobPanel:
 
     @property
     def running(self) -> bool:
+        """True while the attached job runs."""
         return self.job is not None and self.job.running

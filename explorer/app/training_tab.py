@@ -31,6 +31,7 @@ class LiveRun:
 
     @property
     def label(self) -> str:
+        """The legend label (the policy)."""
         return self.policy
 
 

@@ -109,6 +109,7 @@ def voila_env(template_root: Path | None) -> dict[str, str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The verb's options."""
     parser.add_argument("--port", type=int, default=8866, help="port on 127.0.0.1 (default 8866)")
     parser.add_argument(
         "--notebook", type=Path, default=None, help="notebook to serve (default notebooks/explorer.ipynb)"
@@ -132,6 +133,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Start the server (or print its command with --dry-run); returns its exit status."""
     import subprocess
 
     notebook = args.notebook if args.notebook is not None else find_notebook()

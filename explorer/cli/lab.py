@@ -33,6 +33,7 @@ def lab_command(root: Path, notebook: Path, port: int, *, open_browser: bool = T
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The verb's options."""
     parser.add_argument("--port", type=int, default=8888, help="port on 127.0.0.1 (default 8888)")
     parser.add_argument(
         "--notebook", type=Path, default=None, help="notebook to open (default notebooks/explorer.ipynb)"
@@ -42,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Start the server (or print its command with --dry-run); returns its exit status."""
     import subprocess
 
     from explorer.cli.app import find_notebook
