@@ -161,7 +161,8 @@ class KernelsTab(Tab):
         availability = engines.module("analysis.availability")
         probes = self.probes(ops, dtypes, mode)
         have = self.cached_probe_keys()
-        complete = sorted({p.op for p in probes} - {p.op for p in probes if p.key not in have})
+        incomplete = {p.op for p in probes if p.key not in have}
+        complete = [o for o in dict.fromkeys(p.op for p in probes) if o not in incomplete]  # catalog order
         missing = sum(p.key not in have for p in probes)
         if not complete:
             return None, missing
