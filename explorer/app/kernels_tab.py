@@ -330,6 +330,16 @@ class KernelsTab(Tab):
                     "<pre style='white-space:pre-wrap;font-size:85%'>"
                     f"{html.escape(str(r['error']))}</pre></details>"
                 )
+        plots = engines.module("plots.availability")
+        for backend, device, mode in self._panels(rows)[:4]:
+            try:
+                table = plots.styled_table(rows, backend, device, mode).to_html()
+            except ValueError:
+                continue
+            parts.append(
+                f"<details><summary>{html.escape(f'{backend} · {device} · {mode}')}: table "
+                f"(hover a cell for its error and workaround)</summary>{table}</details>"
+            )
         if "disagreement" in rows:
             dis = rows[rows["disagreement"].astype(bool)]
             if len(dis):
