@@ -268,6 +268,8 @@ def test_failed_tensorflow_load_is_reported_readably() -> None:
     while "could not be loaded" not in app.banner.value and time.monotonic() < deadline:
         time.sleep(0.05)
     assert "could not be loaded" in app.banner.value and "libcudart" in app.banner.value
+    app.selected_tab.refresh()
+    assert "needs TensorFlow, which could not be loaded" in app.selected_tab.status.value
     assert "Traceback" not in app.selected_tab.status.value
 
 

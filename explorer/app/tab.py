@@ -87,10 +87,15 @@ class Tab:
             self.dirty = False
             self._message_shown = False
             try:
-                if self.needs_tensorflow and not self.ctx.tf_ready:
+                loader = self.ctx.tf_loader
+                if self.needs_tensorflow and loader.status == "failed":
                     self.show_message(
-                        self.ctx.tf_loader.describe() + " This tab fills in when it is ready.", "loading"
+                        f"The {self.title} tab needs TensorFlow, which could not be loaded.",
+                        "error",
+                        loader.error,
                     )
+                elif self.needs_tensorflow and not self.ctx.tf_ready:
+                    self.show_message(loader.describe() + " This tab fills in when it is ready.", "loading")
                     self.dirty = True
                 else:
                     self.render()
