@@ -17,7 +17,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from explorer.app import engines
+from explorer.app import adapters, engines
 from explorer.app.jobs import Job, JobContext
 from explorer.app.render import message_html, table_html
 from explorer.app.tab import NotAvailableYet, Tab
@@ -259,7 +259,6 @@ class KernelsTab(Tab):
         import pandas as pd
         from matplotlib.figure import Figure
 
-        plots = engines.module("plots.availability")
         dtypes = list(dict.fromkeys(rows["dtype"]))
         backends = {p[0] for p in panels}
         parts = []
@@ -280,10 +279,9 @@ class KernelsTab(Tab):
         ax = fig.add_axes(
             (1.4 / max(width, 4.0), 1.35 / height, 0.62 * n_cols / max(width, 4.0), (0.2 * len(ops)) / height)
         )
-        plots.heatmap(combo, "all", "all", "all", ax=ax, legend=False)
+        adapters.status_heatmap_axes(combo, ax)
         for boundary in range(len(dtypes), n_cols, len(dtypes)):
             ax.axvline(boundary - 0.5, color="black", linewidth=1.5)
-        ax.tick_params(axis="x", labelrotation=90, labelsize=7)
         source = "declared (registry)" if all(p[2] == "registry" for p in panels) else "probed"
         ax.set_title(f"{', '.join(sorted(backends))} · {source}", fontsize=8)
         for tick_label in ax.get_yticklabels():
