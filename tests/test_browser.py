@@ -231,6 +231,18 @@ def test_voila_serves_the_app_and_dtype_changes_kernels_view(
         for key, title in TABS:
             open_tab(page, title)
             wait_for_tab_content(page, key, 120_000)
+            if key == "training":  # a short real run in the background: curves appear, the page stays live
+                page.select_option(".px-policies select", ["float32", "fp8_emulated"])
+                page.fill(".px-epochs input", "2")
+                page.press(".px-epochs input", "Enter")
+                page.click(".px-train")
+                page.wait_for_selector(".px-training-plot img", timeout=120_000)
+                page.wait_for_function(
+                    "() => document.querySelector('.px-training-progress .progress-bar-success, "
+                    ".px-training-progress .widget-progress-success, .px-training-progress [class*=success]')"
+                    " !== null",
+                    timeout=120_000,
+                )
             page.wait_for_timeout(300)
             assert shoot(page, f"voila-{key}").stat().st_size > 0
         assert not external, f"the page fetched from outside 127.0.0.1: {external}"
