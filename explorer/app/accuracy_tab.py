@@ -18,6 +18,10 @@ class AccuracyTab(Tab):
     title = "Accuracy"
     key = "accuracy"
     fields = ("op", "dtypes", "backends")
+    intro = (
+        "How accurate is each backend? Error in ULPs against the correctly rounded float64 reference, "
+        "and what a low-precision accumulator does to a long sum."
+    )
 
     def on_tensorflow_loaded(self, app: Any) -> None:
         if "tensorflow" in self.state.backends:

@@ -18,6 +18,10 @@ class BitsTab(Tab):
     title = "Bits"
     key = "bits"
     fields = ("dtypes", "value")
+    intro = (
+        "What is this number in this format? Sign, exponent and mantissa bits, the value actually "
+        "stored, its neighbours and the rounding error."
+    )
 
     def build(self) -> None:
         self.value = widgets.Text(

@@ -47,6 +47,10 @@ class EnvironmentTab(Tab):
     key = "environment"
     fields = ("op", "dtypes")
     needs_tensorflow = False
+    intro = (
+        "What is this machine? Framework versions and devices, and what the registry says about GPU "
+        "kernels even without a GPU."
+    )
 
     def on_tensorflow_loaded(self, app: object) -> None:
         self.dirty = True

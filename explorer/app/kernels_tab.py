@@ -44,6 +44,11 @@ class KernelsTab(Tab):
     key = "kernels"
     fields = ("op", "dtypes", "device", "backends", "mode")
     needs_tensorflow = True
+    intro = (
+        "Does this op run in this dtype on this device? Declared by TensorFlow's own kernel registry "
+        "(instant, GPU included), probed by really running it (Probe now), with the error, why, and a "
+        "workaround."
+    )
 
     def build(self) -> None:
         self.scope = widgets.ToggleButtons(

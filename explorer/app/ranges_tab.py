@@ -17,6 +17,11 @@ class RangesTab(Tab):
     title = "Ranges"
     key = "ranges"
     fields = ("op", "dtypes", "backends")
+    intro = (
+        "Where does this format break? Its number line, and which inputs of the op overflow, "
+        "underflow, go subnormal or NaN, with exact thresholds (every value of formats up to 16 "
+        "bits)."
+    )
 
     def on_tensorflow_loaded(self, app: Any) -> None:
         if "tensorflow" in self.state.backends:

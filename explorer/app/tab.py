@@ -33,6 +33,8 @@ class Tab:
     key = "tab"
     fields: tuple[str, ...] = ()
     needs_tensorflow = False
+    #: one line telling a newcomer what the tab answers
+    intro = ""
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
@@ -62,7 +64,11 @@ class Tab:
             [widgets.Label("Export figure:"), self.export_png, self.export_svg, self.export_link]
         )
         self.toolbar = widgets.HBox([])
-        self.widget = widgets.VBox([self.toolbar, self.status, self.plot, self.details, self.export_bar])
+        self.intro_html = widgets.HTML(f"<div style='color:#555;font-style:italic'>{self.intro}</div>")
+        self.intro_html.add_class("px-intro")
+        self.widget = widgets.VBox(
+            [self.intro_html, self.toolbar, self.status, self.plot, self.details, self.export_bar]
+        )
         self.widget.add_class(f"px-tab-{self.key}")
         self.build()
 

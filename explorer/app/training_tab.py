@@ -41,6 +41,10 @@ class TrainingTab(Tab):
     title = "Training"
     key = "training"
     fields = ("policies",)
+    intro = (
+        "Will it still train? A small model on scikit-learn's digits under each precision policy: "
+        "loss, accuracy, loss scale, gradients that underflow."
+    )
 
     def build(self) -> None:
         from explorer.app.state import DEFAULT_POLICIES
