@@ -20,7 +20,7 @@ from typing import Any
 
 from explorer.analysis import envcache
 from explorer.analysis.explain import disagreement, explain, refine_status
-from explorer.analysis.probe import Probe, run_probes, warm_worker
+from explorer.analysis.probe import Probe, failure_record, run_probes, warm_worker
 from explorer.analysis.registry import REGISTRY_DEVICE, Registry, get_registry, registry_device
 from explorer.outcome import Status
 
@@ -334,17 +334,7 @@ def availability(
     fresh: set[str] = set()
     local = [p for p in todo if not get_backend(p.backend).is_installed()]
     for p in local:
-        records[p.key] = {
-            "status": Status.NOT_INSTALLED.value,
-            "error": f"{p.backend} is not installed",
-            "detail": "",
-            "ran_on": None,
-            "result_dtype": None,
-            "seconds": 0.0,
-            "workaround": "",
-            "workaround_how": "",
-            "workaround_failures": "",
-        }
+        records[p.key] = failure_record(Status.NOT_INSTALLED, f"{p.backend} is not installed")
         fresh.add(p.key)
     remote = [p for p in todo if get_backend(p.backend).is_installed()]
     if remote:

@@ -210,7 +210,7 @@ def _read_progress(path: str) -> tuple[dict[int, dict[str, Any]], set[int]]:
 
 
 def failure_record(status: Status, error: str) -> dict[str, Any]:
-    """The record of a probe whose worker died or hung."""
+    """The record of a probe that did not run: its worker died or hung, or its backend is missing."""
     return {
         "status": status.value,
         "error": error,
