@@ -60,6 +60,7 @@ class BitsTab(Tab):
             {
                 "format": i.format,
                 "stored value": i.value,
+                "exact decimal": i.exact,
                 "bits": i.bits,
                 "hex": i.hex,
                 "class": i.kind,

@@ -99,7 +99,15 @@ def table_html(frame: Any, max_rows: int = 60) -> str:
     if not isinstance(frame, pd.DataFrame):
         frame = pd.DataFrame(frame)
     shown = frame.head(max_rows)
-    markup = shown.to_html(index=False, border=0, classes="px-table", na_rep="", escape=True)
+    # shortest round-trip repr: the exact stored value of a float16 input, not 6 rounded digits
+    markup = shown.to_html(
+        index=False,
+        border=0,
+        classes="px-table",
+        na_rep="",
+        escape=True,
+        float_format=lambda v: repr(float(v)),
+    )
     if len(frame) > max_rows:
         markup += f"<div style='color:#555'>… {len(frame) - max_rows} more rows</div>"
     return f"<div style='max-height:420px;overflow:auto;font-size:90%'>{markup}</div>"
