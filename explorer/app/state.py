@@ -8,9 +8,9 @@ tab can trust what it reads.
 >>> state = AppState()
 >>> seen = []
 >>> _ = state.observe(lambda changes: seen.append(sorted(changes)))
->>> state.set(dtypes=["half", "bf16"])
+>>> state.set(dtypes=["fp32", "bf16"])
 >>> state.dtypes, seen
-(('float16', 'bfloat16'), [['dtypes']])
+(('float32', 'bfloat16'), [['dtypes']])
 """
 
 from __future__ import annotations
