@@ -8,6 +8,7 @@ with the cell's source and the error's last lines.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -58,3 +59,42 @@ def test_notebook_runs_without_errors(path: Path) -> None:
         f"{path.name}: error outputs in cells {[i for i, _ in errors]}: {errors[0][1]['evalue']}"
     )
     print(f"{path.relative_to(ROOT)}: {time.perf_counter() - start:.1f} s")
+
+
+def _normalised(text: str) -> str:
+    """Text with what differs between identical runs removed: object addresses, Styler's table ids."""
+    text = re.sub(r" at 0x[0-9a-f]+", " at 0x…", text)
+    return re.sub(r"\bT_[0-9a-f]{5}(?=[_\s\"'#])", "T_…", text)
+
+
+def _text_outputs(nb) -> list[tuple[int, str]]:
+    """Every text output of every code cell, except cells tagged ``timing``."""
+    texts = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or "timing" in cell.get("metadata", {}).get("tags", []):
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                texts.append((i, _normalised(out["text"])))
+            for mime in ("text/plain", "text/html"):
+                if mime in out.get("data", {}):
+                    texts.append((i, _normalised(out["data"][mime])))
+    return texts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["01_float16_on_cpu", "02_overflow_underflow", "04_fp8"])
+def test_course_notebook_outputs_are_deterministic(name: str) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = ROOT / "notebooks" / f"{name}.ipynb"
+    runs = []
+    for _ in range(2):
+        nb = nbformat.read(path, as_version=4)
+        NotebookClient(
+            nb, timeout=TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        ).execute()
+        runs.append(_text_outputs(nb))
+    assert runs[0], f"{name} printed nothing to compare"
+    assert runs[0] == runs[1]
