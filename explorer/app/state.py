@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from explorer.analysis.training import POLICY_NAMES
 from explorer.backends.base import DEVICE_TYPES
 from explorer.formats import FORMAT_NAMES, resolve
 from explorer.ops import catalog, get_op
@@ -27,16 +28,8 @@ from explorer.ops import catalog, get_op
 BACKEND_CHOICES: tuple[str, ...] = ("tensorflow", "numpy", "emulated", "torch")
 #: ``registry``: what TensorFlow's kernel registry declares; ``eager``/``xla``: probed runs.
 MODE_CHOICES: tuple[str, ...] = ("registry", "eager", "xla")
-#: Training policies offered until the training module says otherwise.
-DEFAULT_POLICIES: tuple[str, ...] = (
-    "float32",
-    "mixed_float16",
-    "mixed_float16_no_scaling",
-    "mixed_bfloat16",
-    "float16",
-    "bfloat16",
-    "fp8_emulated",
-)
+#: Training policies: Keras' six, then the emulated fp8 run.
+POLICY_CHOICES: tuple[str, ...] = (*POLICY_NAMES, "fp8_emulated")
 #: The fields of the selection, in display order.
 FIELDS: tuple[str, ...] = ("op", "dtypes", "device", "backends", "mode", "value", "policies")
 
@@ -57,7 +50,7 @@ class AppState:
         self._lock = threading.RLock()
         self._observers: list[tuple[Observer, frozenset[str] | None]] = []
         self._raw_op_checker: Callable[[str], bool] | None = None
-        self._policy_choices: tuple[str, ...] = DEFAULT_POLICIES
+        self._policy_choices: tuple[str, ...] = POLICY_CHOICES
         self._values: dict[str, Any] = {
             "op": "range",
             "dtypes": ("float16", "bfloat16"),

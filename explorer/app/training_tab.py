@@ -47,10 +47,10 @@ class TrainingTab(Tab):
     )
 
     def build(self) -> None:
-        from explorer.app.state import DEFAULT_POLICIES
+        from explorer.app.state import POLICY_CHOICES
 
         self.policies = widgets.SelectMultiple(
-            options=list(DEFAULT_POLICIES),
+            options=list(POLICY_CHOICES),
             value=self.state.policies,
             description="Policies",
             rows=7,
