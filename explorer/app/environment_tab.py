@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import html
-import os
-import platform
-import sys
 from importlib import metadata
 
 from explorer.app.render import message_html, table_html
@@ -65,10 +62,15 @@ class EnvironmentTab(Tab):
         self.clear_message()
 
     def _system_html(self) -> str:
+        from explorer.analysis.envcache import environment
+
+        env = environment()  # the same facts a kernel snapshot records
         rows = [
-            {"what": "python", "version": sys.version.split()[0]},
-            {"what": "platform", "version": platform.platform()},
-            {"what": "CPU cores", "version": str(os.cpu_count())},
+            {"what": "python", "version": env["python"]},
+            {"what": "platform", "version": env["platform"]},
+            {"what": "CPU", "version": env["cpu"]},
+            {"what": "CPU cores", "version": str(env["cpu_count"])},
+            {"what": "GPUs (driver)", "version": ", ".join(env["gpus"]) or "none found"},
         ]
         rows += [{"what": k, "version": v} for k, v in package_versions().items()]
         return "<h4>Software</h4>" + table_html(rows)
