@@ -337,11 +337,6 @@ def resolve(spec: Any) -> Format:
     )
 
 
-def format_names() -> tuple[str, ...]:
-    """Canonical names of every format."""
-    return FORMAT_NAMES
-
-
 def _bit_dtype(fmt: Format) -> type[np.unsignedinteger]:
     return _uint_for(fmt.storage_dtype.itemsize * 8)
 

@@ -440,19 +440,6 @@ def _probe_row(p: Probe, t: Target, record: dict[str, Any], reg: Registry, cache
     return row
 
 
-def probe_sweep(
-    ops: list[str] | None = None,
-    dtypes: list[str] | None = None,
-    backends: list[str] | None = None,
-    devices: list[str] | None = None,
-    modes: list[str] | None = None,
-    **kwargs: Any,
-) -> AvailabilityResult:
-    """Probed rows only (modes ``eager`` / ``xla``); see :func:`availability`."""
-    modes = [m for m in (modes or ["eager", "xla"]) if m != "registry"]
-    return availability(ops, dtypes, backends, devices, modes, **kwargs)
-
-
 def registry_gaps(
     dtypes: tuple[str, ...] = ("float16", "bfloat16"),
     device_type: str = "CPU",
