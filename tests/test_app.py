@@ -516,3 +516,57 @@ def test_binder_installs_every_runtime_dependency_and_fails_on_errors() -> None:
     post = (root / "binder" / "postBuild").read_text()
     assert "set -e" in post or "set -euo pipefail" in post
     assert "pip install -e ." in post
+
+
+def _all_markup(widget: Any) -> list[str]:
+    """Every piece of HTML the widget tree sends to the browser: HTML widgets' values and the
+    text/html of Output widgets, depth first."""
+    import ipywidgets as widgets
+
+    found: list[str] = []
+    if isinstance(widget, widgets.HTML | widgets.HTMLMath):
+        found.append(str(widget.value))
+    if isinstance(widget, widgets.Output):
+        found.extend(str(o.get("data", {}).get("text/html", "")) for o in widget.outputs)
+    for child in getattr(widget, "children", ()) or ():
+        found.extend(_all_markup(child))
+    return found
+
+
+@pytest.mark.slow
+def test_hostile_snapshot_reaches_the_page_escaped(tf_app: Any, tmp_path: Path) -> None:
+    """Payloads in every free-text column and the environment are shown as text, never as markup
+    (checked with the standard library's HTML parser, not with the app's own escaping)."""
+    import hostile
+
+    tab = tf_app.tabs["kernels"]
+    tf_app.state.set(op="range", dtypes=["float16", "bfloat16"], mode="registry", device="CPU")
+    path = hostile.write(tmp_path / "hostile.json", hostile.hostile_valid_snapshot())
+    try:
+        tf_app.load_snapshot(str(path))
+        assert tab.snapshot is not None
+        for mode in ("registry", "eager"):
+            tf_app.state.set(mode=mode)
+            tab.refresh()
+            markup = "".join(_all_markup(tf_app.widget))
+            assert hostile.dangerous_markup(markup) == [], mode
+            # the payloads are there, as text: escaped, not dropped
+            assert "onerror=" in hostile.visible_text(markup), mode
+    finally:
+        tab.clear_snapshot()
+        tf_app.state.set(mode="registry")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("column", ["backend", "dtype", "device", "mode", "status"])
+def test_hostile_snapshot_with_a_bad_name_is_refused_and_named(
+    tf_app: Any, tmp_path: Path, column: str
+) -> None:
+    import hostile
+
+    path = hostile.write(tmp_path / f"bad-{column}.json", hostile.hostile_invalid_snapshots()[column])
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=rf"rows\[0\]\.{column}"):
+        tf_app.load_snapshot(str(path))
+    assert path.read_bytes() == before  # the user's file is left as it was
+    assert tf_app.tabs["kernels"].snapshot is None

@@ -159,11 +159,13 @@ def styled_table(
         )
         return f"background-color: {STATUS_COLORS.get(status, EMPTY_COLOR)}; color: {text}"
 
+    # Every cell, label, tooltip and the caption is escaped here: rows may come from a snapshot
+    # someone else made, and the pandas Styler escapes nothing by default.
     styler = grid.fillna("").style.map(colour)
-    styler = styler.set_tooltips(
-        tips.map(lambda s: html.escape(str(s))),
-        props="visibility: hidden; position: absolute; z-index: 1; "
-        "background-color: #333; color: #fff; padding: 6px; "
-        "white-space: pre-wrap; width: 36em; font-size: 0.8em;",
-    )
-    return styler.set_caption(f"{backend} · {device} · {mode} — hover a cell for the error and workaround")
+    styler = styler.format(escape="html").format_index(escape="html", axis=0)
+    styler = styler.format_index(escape="html", axis=1)
+    # Tooltips as title attributes (pandas inserts them unescaped: escaped here, quotes included);
+    # a title keeps its line breaks, where a CSS ``content`` string with a raw newline shows nothing.
+    styler = styler.set_tooltips(tips.map(lambda s: html.escape(str(s), quote=True)), as_title_attribute=True)
+    caption = f"{backend} · {device} · {mode} — hover a cell for the error and workaround"
+    return styler.set_caption(html.escape(caption))
