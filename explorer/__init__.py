@@ -2,30 +2,90 @@
 each format overflows and underflows, how accurate each backend is, and whether mixed
 precision still trains.
 
-``import explorer`` is cheap: TensorFlow, PyTorch and the widgets load on first use.
+``import explorer`` is cheap: the names below that need pandas, a framework or the widgets
+load on first use (TensorFlow, PyTorch and JAX only when a backend runs).
+
+Formats and rounding:
 
 >>> import explorer
 >>> explorer.resolve("half").max
 65504.0
+>>> float(explorer.round_to(1 + 2**-9, "bfloat16")[()])
+1.0
+
+The op catalog and the backends (one interface for every framework):
+
+>>> explorer.get_op("exp").group
+'unary'
+>>> explorer.get_backend("numpy").run("exp", "float16").status.value
+'ok'
+
+Probes that may crash or hang run in the sandbox's worker processes:
+
+>>> explorer.sandbox.default_sandbox().run("numpy", "exp", "float16").status.value
+'ok'
+
+Where an op overflows, and how accurate each backend is (exact over every float16 input):
+
+>>> regions = explorer.op_regions("exp", "float16", backend="numpy")
+>>> regions.thresholds["overflow"]["positive"]["min"]
+11.09375
+>>> explorer.accuracy("exp", "float16", backends=["emulated"]).backends[0].max_ulp
+0.0
+>>> explorer.inspect_value(0.1, "bfloat16").value
+0.10009765625
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from explorer.formats import Format, all_formats, all_values, decode, encode, resolve
 from explorer.outcome import STATUSES, Outcome, Status
 
+if TYPE_CHECKING:  # the lazy names below, for type checkers and readers
+    from explorer import sandbox
+    from explorer.analysis.accuracy import accuracy
+    from explorer.analysis.availability import availability
+    from explorer.analysis.bits import inspect_value
+    from explorer.analysis.ranges import op_regions
+    from explorer.app import App
+    from explorer.backends import get_backend
+    from explorer.ops import catalog, get_op
+    from explorer.rounding import round_to
+
 __version__ = "0.1.0"
+
+#: public names loaded on first use: name -> (module, attribute or None for the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "App": ("explorer.app", "App"),
+    "accuracy": ("explorer.analysis.accuracy", "accuracy"),
+    "availability": ("explorer.analysis.availability", "availability"),
+    "catalog": ("explorer.ops", "catalog"),
+    "get_backend": ("explorer.backends", "get_backend"),
+    "get_op": ("explorer.ops", "get_op"),
+    "inspect_value": ("explorer.analysis.bits", "inspect_value"),
+    "op_regions": ("explorer.analysis.ranges", "op_regions"),
+    "round_to": ("explorer.rounding", "round_to"),
+    "sandbox": ("explorer.sandbox", None),
+}
 
 
 def __getattr__(name: str) -> Any:
-    # the app pulls in ipywidgets and matplotlib: load it only when asked for
-    if name == "App":
-        from explorer.app import App
+    if name not in _LAZY:
+        raise AttributeError(
+            f"module 'explorer' has no attribute {name!r}; public names: {', '.join(__all__)}"
+        )
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
 
-        return App
-    raise AttributeError(f"module 'explorer' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [
@@ -34,9 +94,18 @@ __all__ = [
     "Format",
     "Outcome",
     "Status",
+    "accuracy",
     "all_formats",
     "all_values",
+    "availability",
+    "catalog",
     "decode",
     "encode",
+    "get_backend",
+    "get_op",
+    "inspect_value",
+    "op_regions",
     "resolve",
+    "round_to",
+    "sandbox",
 ]
