@@ -299,12 +299,21 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         wait_for_http(f"{base}/api/status", proc, log)
         _delete_sessions(base)
+        _LAB_ROOTS[base] = root
         yield base
     finally:
         try:
             _delete_sessions(base)
         finally:
             stop(proc)
+
+
+#: the directory each JupyterLab fixture serves, by base URL
+_LAB_ROOTS: dict[str, Path] = {}
+
+
+def _lab_root(base: str) -> Path:
+    return _LAB_ROOTS[base]
 
 
 def _delete_sessions(base: str) -> None:
@@ -342,5 +351,94 @@ def test_jupyterlab_runs_explorer_notebook_and_widget_changes_output(browser: An
         shoot(page, "lab-ranges")
         prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
         assert prompts and all(p.strip().startswith("[") and p.strip() != "[ ]:" for p in prompts), prompts
+    finally:
+        page.close(run_before_unload=True)
+
+
+# ---------------------------------------------------------------------------------------- hostile snapshots
+
+
+def _upload(page: Any, name: str, document: dict[str, Any]) -> None:
+    page.set_input_files(
+        ".px-snapshot-upload input[type=file]",
+        files=[{"name": name, "mimeType": "application/json", "buffer": json.dumps(document).encode()}],
+    )
+
+
+def _expose_everything(page: Any) -> None:
+    """Open every <details> and hover every table cell, so no payload stays unrendered."""
+    page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    for cell in page.locator(".px-tab-kernels td").all()[:12]:
+        cell.hover(timeout=5_000)
+    page.wait_for_timeout(1_000)
+
+
+def _load_hostile_snapshots(page: Any) -> None:
+    """Upload a valid snapshot carrying payloads in every free field (and its file name), then one
+    snapshot per checked column with a payload there; assert each is shown as text or refused."""
+    import hostile
+
+    page.wait_for_selector(".px-kernels-plot img", timeout=120_000)  # TensorFlow loaded
+    _upload(page, f"{hostile.SHORT_PAYLOAD}.json", hostile.hostile_valid_snapshot())
+    page.wait_for_function(
+        "() => document.querySelector('.px-kernels-status').textContent.includes('snapshot')", timeout=60_000
+    )
+    for mode in ("registry", "eager"):
+        page.select_option(".px-mode select", label=mode)
+        page.wait_for_function(
+            "m => document.querySelector('.px-kernels-status').textContent.includes('snapshot')",
+            arg=mode,
+            timeout=60_000,
+        )
+        _expose_everything(page)
+        assert "onerror=" in page.inner_text(".px-tab-kernels")  # the payload is there, as text
+    page.click(".px-snapshot-clear")
+    for column, document in hostile.hostile_invalid_snapshots().items():
+        _upload(page, f"bad-{column}.json", document)
+        page.wait_for_function(
+            "c => document.querySelector('.px-tab-kernels').textContent.includes('rows[0].' + c)",
+            arg=column,
+            timeout=60_000,
+        )
+    _expose_everything(page)
+
+
+def _assert_nothing_ran(page: Any, root: Path) -> None:
+    assert page.evaluate("() => window.__px_pwned === undefined"), "a payload ran in the page"
+    for frame in page.frames:
+        assert frame.evaluate("() => window.__px_pwned === undefined"), f"a payload ran in {frame.url}"
+    assert not list(root.rglob("pwned*")), "a payload wrote a file"
+
+
+def test_voila_shows_hostile_snapshots_as_text(
+    browser: Any, voila_server: tuple[str, subprocess.Popen[bytes]]
+) -> None:
+    voila_url, _ = voila_server
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        page.goto(voila_url, timeout=120_000)
+        _load_hostile_snapshots(page)
+        _assert_nothing_ran(page, ROOT)
+        shoot(page, "voila-hostile-snapshot")
+    finally:
+        page.close(run_before_unload=True)
+
+
+def test_jupyterlab_shows_hostile_snapshots_as_text(browser: Any, lab: str) -> None:
+    root = _lab_root(lab)
+    page = browser.new_page(viewport={"width": 1400, "height": 2200})
+    try:
+        page.goto(f"{lab}/lab/tree/explorer.ipynb?reset", timeout=120_000)
+        page.wait_for_function(
+            "() => { const s = document.querySelector('#jp-main-statusbar');"
+            " return s !== null && s.textContent.includes('Python 3 (ipykernel) | Idle'); }",
+            timeout=120_000,
+        )
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.wait_for_selector(".px-app", timeout=120_000)
+        page.locator(".px-kernels-plot").first.scroll_into_view_if_needed(timeout=120_000)
+        _load_hostile_snapshots(page)
+        _assert_nothing_ran(page, root)
+        shoot(page, "lab-hostile-snapshot")
     finally:
         page.close(run_before_unload=True)

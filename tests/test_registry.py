@@ -99,15 +99,3 @@ def test_registry_device_and_bad_input(reg: Registry) -> None:
     with pytest.raises(ValueError, match="valid"):
         get_registry(where="moon")
 
-
-def test_tensorflow_backend_declared_delegates_to_registry(reg: Registry) -> None:
-    from explorer.backends import get_backend
-    from explorer.formats import resolve
-    from explorer.ops import get_op
-
-    backend = get_backend("tensorflow")
-    for dtype in ("float16", "bfloat16"):
-        got = backend.declared(get_op("cholesky"), resolve(dtype), "CPU")
-        assert got is reg.declared("Cholesky", dtype, "CPU")
-        got_xla = backend.declared(get_op("cholesky"), resolve(dtype), "CPU", "xla")
-        assert got_xla is reg.declared("Cholesky", dtype, "XLA_CPU_JIT")

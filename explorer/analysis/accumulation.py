@@ -241,6 +241,7 @@ class DotStudy:
     exact_final: float
     running: dict[str, np.ndarray] = field(default_factory=dict)
     final: dict[str, float] = field(default_factory=dict)
+    stagnation: dict[str, Stagnation] = field(default_factory=dict)
 
 
 def dot_study(
@@ -256,4 +257,5 @@ def dot_study(
         sums = running_dot(a, b, fmt, acc)
         study.running[acc] = sums
         study.final[acc] = float(sums[-1])
+        study.stagnation[acc] = stagnation(sums)
     return study

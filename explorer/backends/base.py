@@ -19,13 +19,22 @@ MODES: tuple[str, ...] = ("eager", "xla")
 
 
 def normalize_device(device: str) -> str:
-    """``"cpu"``, ``"/GPU:0"`` -> ``"CPU"``, ``"GPU"``; anything else is a ValueError."""
+    """``"cpu"``, ``"/GPU"``, ``"device:gpu"`` -> ``"CPU"``, ``"GPU"``; anything else is a ValueError.
+
+    Device indices (``"GPU:1"``, even ``"GPU:0"``) are refused: the explorer uses the first
+    device of each type, and silently reading ``GPU:7`` as ``GPU`` would mislead.
+
+    >>> normalize_device(" gpu ")
+    'GPU'
+    """
     if not isinstance(device, str):
         raise TypeError(f"device must be a string such as 'CPU' or 'GPU', got {device!r}")
-    key = device.strip().upper().lstrip("/").removeprefix("DEVICE:").split(":")[0]
-    if key not in DEVICE_TYPES:
-        raise ValueError(f"unknown device {device!r}; valid devices: {', '.join(DEVICE_TYPES)}")
-    return key
+    key = device.strip().upper().lstrip("/").removeprefix("DEVICE:")
+    if key in DEVICE_TYPES:
+        return key
+    shown = device if len(device) <= 40 else device[:40] + "..."
+    hint = " (no device index: the first device of each type is used)" if ":" in key else ""
+    raise ValueError(f"unknown device {shown!r}; valid devices: {', '.join(DEVICE_TYPES)}{hint}")
 
 
 class Backend(ABC):
@@ -60,10 +69,6 @@ class Backend(ABC):
     @abstractmethod
     def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         """Run ``op`` on inputs (float64) in ``fmt``; the checks are already done."""
-
-    def declared(self, op: Op, fmt: Format, device: str) -> Status | None:
-        """What the framework's own registry declares; None when it has no registry."""
-        return None
 
     def run(
         self,

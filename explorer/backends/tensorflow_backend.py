@@ -111,22 +111,6 @@ class TensorflowBackend(Backend):
     def supports_format(self, fmt: Format) -> bool:
         return tf_dtype(fmt) is not None
 
-    def declared(self, op: Op, fmt: Format, device: str, mode: str = "eager") -> Status | None:
-        """What TensorFlow's kernel registry declares for the op's raw ops (the worst of them):
-        ``ok``, ``no_kernel`` or ``unsupported_dtype``; None when the registry has no such dtype
-        or op.  See :mod:`explorer.analysis.registry` for the rules."""
-        from explorer.analysis.registry import get_registry, registry_device
-
-        reg = get_registry()
-        if fmt.name not in reg.float_dtypes:
-            return None
-        device_type = registry_device(device, mode)
-        statuses = [reg.declared(raw, fmt.name, device_type) for raw in op.tf_raw_ops if reg.has_op(raw)]
-        for worst in (Status.UNSUPPORTED_DTYPE, Status.NO_KERNEL, Status.OK):
-            if worst in statuses:
-                return worst
-        return None
-
     def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         tf = import_tensorflow()
         dtype = tf_dtype(fmt)

@@ -16,10 +16,9 @@ def plot_running_sum(study: Any, ax: Any = None) -> Any:
     """Running sum (or dot product) against the number of terms, one line per accumulator,
     the exact value, and a mark where each accumulator stagnated.
 
-    ``study``: a :class:`~explorer.analysis.accumulation.SummationStudy` or ``DotStudy``.
+    ``study``: a :class:`~explorer.analysis.accumulation.SummationStudy` or ``DotStudy`` (each
+    holds its running sums and where each accumulator stagnated).
     """
-    from explorer.analysis.accumulation import stagnation
-
     if ax is None:
         from matplotlib.figure import Figure
 
@@ -36,7 +35,7 @@ def plot_running_sum(study: Any, ax: Any = None) -> Any:
             linestyle="--" if name == "float64" else "-",
             linewidth=1.3,
         )
-        stuck = stagnation(sums)
+        stuck = study.stagnation[name]
         if stuck.stagnated and stuck.at_n is not None:
             ax.plot([stuck.at_n], [stuck.value], marker="o", color=colour)
             ax.annotate(

@@ -130,14 +130,11 @@ def styled_table(
     backend: str = "tensorflow",
     device: str = "CPU",
     mode: str = "eager",
-    group: str | None = None,
-    name: str | None = None,
 ) -> Any:
     """op × dtype pandas Styler: cells coloured by status; hovering shows the explanation, the
-    first line of the error and the workaround.  Filter by op ``group`` and ``name`` substring."""
-    from explorer.analysis.availability import filter_rows
-
-    rows = filter_rows(_rows(result), group=group, name=name)
+    first line of the error and the workaround.  Filter first (``result.filter(group=...)``) to
+    show fewer ops."""
+    rows = _rows(result)
     grid = status_grid(rows, backend, device, mode)
     sel = rows[(rows["backend"] == backend) & (rows["device"] == device) & (rows["mode"] == mode)]
     tips = grid.copy().astype(object)
