@@ -78,7 +78,7 @@ def test_save_load_diff(capsys, tmp_path) -> None:  # type: ignore[no-untyped-de
     data["environment"]["cpu"] = "another CPU"
     b = tmp_path / "b.json"
     b.write_text(json.dumps(data))
-    assert main(["kernels", "--diff", str(a), str(b)]) == 0
+    assert main(["kernels", "--diff", str(a), str(b)]) == 1  # 1: the snapshots differ
     out = capsys.readouterr().out
     assert "another CPU" in out and "crashed" in out
 

@@ -10,8 +10,8 @@ loaded and is shown instead of this machine's results.
 from __future__ import annotations
 
 import html
-import json
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from explorer.app.jobs import Job, JobContext
 from explorer.app.render import message_html, table_html
 from explorer.app.tab import NotAvailableYet, Tab
 from explorer.ops import catalog
+from explorer.textsafety import strip_control
 
 #: Columns of the details table.
 DETAIL_COLUMNS = (
@@ -153,13 +154,17 @@ class KernelsTab(Tab):
         ]
 
     def cached_probe_keys(self) -> set[str]:
-        """Keys of the probes in this environment's on-disk cache."""
-        availability = engines.module("analysis.availability")
+        """Keys of the probes with a valid record for this environment in the probe store
+        (read again only when the store changed: its files' size and mtime are the stamp)."""
         envcache = engines.module("analysis.envcache")
-        path = self.ctx.cache.get(("probe-cache-path",), lambda: availability.cache_path())
-        stamp = path.stat().st_mtime if path.exists() else None
-        data = self.ctx.cache.get(("probe-cache", str(path), stamp), lambda: envcache.read_json(path) or {})
-        return set((data.get("records") or {}) if isinstance(data, dict) else {})
+        probe_cache = engines.module("analysis.probe_cache")
+        env_key = self.ctx.cache.get(("probe-env-key",), lambda: envcache.environment_key())
+
+        def read() -> frozenset[str]:
+            with probe_cache.open_store() as store:
+                return frozenset(store.keys(env_key))
+
+        return set(self.ctx.cache.get(("probe-keys", env_key, probe_cache.store_stamp()), read))
 
     def probed_frame(self, ops: list[str], dtypes: tuple[str, ...], mode: str) -> tuple[Any, int]:
         """Probed rows from the cache only (never runs anything); and how many cells are missing."""
@@ -456,34 +461,37 @@ class KernelsTab(Tab):
         if not files:
             return
         item = files[0]
-        name = str(item.get("name", "snapshot.json"))
-        content = bytes(item.get("content", b""))
+        name = Path(str(item.get("name") or "snapshot.json")).name
         try:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / Path(name).name
-                path.write_bytes(content)
-                self.load_snapshot_file(path, name=name)
+            from explorer.analysis.snapshot import parse_snapshot
+
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                result = parse_snapshot(bytes(item.get("content", b"")), name)
+            self.show_snapshot(result, name, [str(w.message) for w in caught])
         except Exception as exc:
             self.show_error(exc, f"could not load {name}")
+        finally:
+            self.upload.value = ()  # uploading the same file again is a new upload
 
     def load_snapshot_file(self, path: str | Path, name: str | None = None) -> None:
-        """Show a snapshot JSON saved on another machine (``precision-explorer kernels --save``)."""
-        snapshot = engines.module("analysis.snapshot")
-        try:
-            result = snapshot.load_snapshot(path)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not JSON: {exc}") from None
+        """Show a snapshot JSON saved on another machine (``precision-explorer kernels --save``);
+        the file is only read."""
+        from explorer.analysis.snapshot import load_snapshot
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = load_snapshot(path)
+        self.show_snapshot(result, name or Path(path).name, [str(w.message) for w in caught])
+
+    def show_snapshot(self, result: Any, name: str, notes: list[str] | None = None) -> None:
+        """Show a checked snapshot (an AvailabilityResult) instead of this machine's results."""
         self.snapshot = result
         self.ctx.snapshot = result
-        self.ctx.snapshot_name = name or Path(path).name
-        env = result.environment or {}
-        versions = (
-            env.get("frameworks") or env.get("versions") or {k: env[k] for k in ("tf_version",) if k in env}
-        )
-        devices = env.get("devices", {})
+        self.ctx.snapshot_name = name
         self.snapshot_label.value = message_html(
-            f"Showing snapshot {self.ctx.snapshot_name}: {len(result.rows)} rows; versions {versions}; "
-            f"devices {devices.get('tensorflow', devices) if isinstance(devices, dict) else devices}",
+            f"Showing snapshot {name}: {len(result.rows)} rows; {_environment_summary(result.environment)}."
+            + "".join(f" {note}" for note in notes or []),
             "info",
         )
         self.use_local.disabled = False
@@ -516,6 +524,20 @@ class KernelsTab(Tab):
                 + ", ".join(f"{d}/{m}" for d, m in have)
             )
         return sel
+
+
+def _environment_summary(env: dict[str, Any]) -> str:
+    """``"tensorflow 2.21.0, numpy 2.4.6; devices CPU:0, GPU:0"`` from a snapshot's environment
+    (plain text: the caller escapes it)."""
+    versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
+    named = [f"{k} {v}" for k, v in versions.items() if v is not None]
+    if not named and env.get("tf_version"):
+        named = [f"tensorflow {env['tf_version']}"]
+    devices = env.get("devices") if isinstance(env.get("devices"), dict) else {}
+    names = devices.get("tensorflow") if isinstance(devices.get("tensorflow"), list) else []
+    where = ", ".join(str(d).removeprefix("/device:") for d in names[:8])
+    text = ", ".join(named[:6]) or "versions not recorded"
+    return strip_control(text + (f"; devices {where}" if where else ""))[:400]
 
 
 def _cell(row: dict[str, Any], *keys: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 VERB = "kernels"
@@ -12,10 +13,20 @@ HELP = (
 )
 
 TABLE_COLUMNS = ["backend", "op", "raw_op", "dtype", "device", "mode", "status", "explanation"]
+#: longest time one probe may be given (seconds)
+MAX_TIMEOUT = 3600.0
+#: what a TensorFlow raw op name can look like (``Cholesky``, ``_FusedConv2D``); checked
+#: against TensorFlow's registry later, since reading it may need TensorFlow
+_RAW_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The verb's options (see ``precision-explorer kernels --help``)."""
+    """The verb's options (see ``precision-explorer kernels --help``).
+
+    Numbers are checked by argparse, names by :func:`check_names` before anything runs.
+    """
+    from explorer.cli import positive_float
+
     parser.add_argument(
         "--op",
         action="append",
@@ -35,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mode", action="append", choices=["registry", "eager", "xla"], help="default: all three"
     )
-    parser.add_argument("--group", help="only ops of this catalog group")
+    parser.add_argument("--group", help="only ops of this catalog group (unary, linalg, nn, ...)")
     parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
     parser.add_argument(
         "--full",
@@ -43,23 +54,62 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --json: every column; in the table: full error texts and workaround code",
     )
     parser.add_argument("--no-cache", action="store_true", help="probe again instead of using the cache")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per probe (default 60)")
+    parser.add_argument(
+        "--timeout",
+        type=positive_float(MAX_TIMEOUT),
+        default=60.0,
+        help=f"seconds per probe (default 60, at most {MAX_TIMEOUT:g})",
+    )
     parser.add_argument("--save", metavar="FILE", help="write the results as a snapshot")
     parser.add_argument("--load", metavar="FILE", help="show a saved snapshot instead of probing")
-    parser.add_argument("--diff", nargs=2, metavar=("A", "B"), help="what changed between two snapshots")
+    parser.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("A", "B"),
+        help="what changed between two snapshots; exit status 1 when a cell's status changed or a cell "
+        "is in only one of them, 0 when none did (environment changes are shown but do not count)",
+    )
+
+
+def check_names(args: argparse.Namespace) -> None:
+    """Check group, format, backend, device and op names before anything runs.
+
+    Formats, backends and devices become their canonical names; an op must be a catalog op
+    or look like a TensorFlow raw op (whether TensorFlow has it is asked of its registry
+    later).  ValueError names the valid choices.
+    """
+    from explorer.backends import get_backend, normalize_device
+    from explorer.formats import resolve
+    from explorer.ops import GROUPS, catalog, get_op
+
+    if args.group is not None and args.group not in GROUPS:
+        raise ValueError(f"unknown group {args.group!r}; valid groups: {', '.join(GROUPS)}")
+    if args.dtype:
+        args.dtype = [resolve(d).name for d in args.dtype]
+    if args.backend:
+        args.backend = [get_backend(b).name for b in args.backend]
+    if args.device:
+        args.device = [normalize_device(d) for d in args.device]
+    for name in args.op or []:
+        known = name in catalog() or name.strip().lower() in catalog()
+        if not known and not _RAW_OP_NAME.fullmatch(name):
+            get_op(name)  # raises the catalog's ValueError with close matches
 
 
 def run(args: argparse.Namespace) -> int:
     """Print availability rows (table or ``--json``), or a snapshot, or a diff of two."""
     from explorer.cli import print_json, print_table
+    from explorer.textsafety import strip_control
 
+    check_names(args)
     if args.diff:
         return _diff(args)
-    if args.load:
-        from explorer.analysis.snapshot import load_snapshot
+    if args.save is not None:  # refused before a long sweep, not after it
+        from explorer.analysis.snapshot import check_save_path
 
-        result = load_snapshot(args.load)
-        result = _filtered(result, args)
+        check_save_path(args.save)
+    if args.load is not None:
+        result = _filtered(_load(args.load), args)
     else:
         from explorer.analysis.availability import availability
 
@@ -75,14 +125,15 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.group:
             result = result.filter(group=args.group)
-    if args.save:
+    if args.save is not None:
         from explorer.analysis.snapshot import save_snapshot
 
         save_snapshot(result, args.save)
     if args.json:
         print_json(result.records(full=args.full))
         return 0
-    rows = result.records(full=True)
+    # texts may come from a snapshot made elsewhere: no control characters reach the terminal
+    rows = [_printable(r) for r in result.records(full=True)]
     print_table(rows, TABLE_COLUMNS)
     failing = [r for r in rows if r["status"] != "ok" and r["mode"] != "registry"]
     if args.full or 0 < len(failing) <= 6:
@@ -97,11 +148,15 @@ def run(args: argparse.Namespace) -> int:
                 print(f"workaround ({r['workaround_how']}):\n{r['workaround']}")
     disagreements = [r for r in rows if r["disagreement"]]
     env = result.environment
+    versions = env.get("versions")
+    tf_version = env.get("tf_version") or (versions.get("tensorflow") if isinstance(versions, dict) else None)
     print(
-        f"\n{len(rows)} rows; {len(disagreements)} declared/probed disagreements; "
-        f"TensorFlow {env.get('tf_version') or env.get('versions', {}).get('tensorflow')}; "
-        f"{result.probed} probed now, {result.cached} from cache"
-        + (f"; saved to {args.save}" if args.save else "")
+        "\n"
+        + strip_control(
+            f"{len(rows)} rows; {len(disagreements)} declared/probed disagreements; "
+            f"TensorFlow {tf_version}; {result.probed} probed now, {result.cached} from cache"
+            + (f"; saved to {args.save}" if args.save is not None else "")
+        )
     )
     return 0
 
@@ -127,13 +182,43 @@ def _filtered(result: Any, args: argparse.Namespace) -> Any:
     return result.filter(group=args.group) if args.group else result
 
 
-def _diff(args: argparse.Namespace) -> int:
-    from explorer.analysis.snapshot import diff_snapshots, environment_changes, load_snapshot
-    from explorer.cli import print_json, print_table
+def _load(path: str) -> Any:
+    """A snapshot for ``--load``/``--diff``; a warning about it (repeated rows dropped) is one
+    line on stderr instead of a Python warning."""
+    import sys
+    import warnings
 
-    a, b = (load_snapshot(p) for p in args.diff)
+    from explorer.analysis.snapshot import SnapshotWarning, load_snapshot
+    from explorer.textsafety import strip_control
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SnapshotWarning)
+        result = load_snapshot(path)
+    for w in caught:
+        if issubclass(w.category, SnapshotWarning):
+            print(f"precision-explorer {VERB}: warning: {strip_control(str(w.message))}", file=sys.stderr)
+        else:  # not ours: pass it on as it was
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return result
+
+
+def _printable(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with control characters stripped from its strings (newlines and tabs kept)."""
+    from explorer.textsafety import strip_control
+
+    return {k: strip_control(v, keep_newlines=True) if isinstance(v, str) else v for k, v in row.items()}
+
+
+def _diff(args: argparse.Namespace) -> int:
+    """``--diff A B``: environment and cell changes; 1 when a cell changed, else 0."""
+    from explorer.analysis.snapshot import diff_snapshots, environment_changes
+    from explorer.cli import print_json, print_table
+    from explorer.textsafety import strip_control
+
+    a, b = (_load(p) for p in args.diff)
     changes = diff_snapshots(a, b)
     env = environment_changes(a.environment, b.environment)
+    status = 1 if len(changes) else 0
     if args.json:
         print_json(
             {
@@ -141,10 +226,10 @@ def _diff(args: argparse.Namespace) -> int:
                 "cells": changes.drop(columns=["error_a", "error_b"]).to_dict("records"),
             }
         )
-        return 0
-    print("environment changes:")
+        return status
+    print("environment changes:" if env else "no environment changes")
     for key, (va, vb) in env.items():
-        print(f"  {key}: {va} -> {vb}")
+        print("  " + strip_control(f"{key}: {_env_value(va)} -> {_env_value(vb)}"))
     if changes.empty:
         print("no cell changed status")
     else:
@@ -152,4 +237,11 @@ def _diff(args: argparse.Namespace) -> int:
             changes.to_dict("records"),
             ["backend", "op", "dtype", "device", "mode", "status_a", "status_b", "change"],
         )
-    return 0
+    return status
+
+
+def _env_value(value: Any) -> str:
+    """An environment value for the terminal: strings as they are, anything else as JSON."""
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value, default=str)
