@@ -7,12 +7,12 @@ import json
 import pytest
 
 from explorer.analysis import availability as av
-from explorer.analysis.probe import Probe, run_probe_batch, run_probes
+from explorer.analysis.probe import Probe, run_probes
 from explorer.analysis.registry import Registry, get_registry
 from explorer.analysis.snapshot import diff_snapshots, load_snapshot, save_snapshot
 from explorer.analysis.workarounds import workaround_result_dtype
 from explorer.outcome import Status
-from explorer.sandbox import SandboxCrash, default_sandbox
+from explorer.sandbox import Sandbox, default_sandbox
 
 RAN = ("ok", "fallback")
 
@@ -144,33 +144,64 @@ def test_cache_round_trip_and_corrupt_cache_rebuilt(reg: Registry) -> None:
     assert json.loads(path.read_text())["records"]
 
 
-def test_crash_loses_only_the_current_probe(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    probes = [
-        Probe("numpy", "exp", "float16", "CPU", "eager"),
-        Probe("numpy", "log", "float16", "CPU", "eager"),
-        Probe("numpy", "sqrt", "float16", "CPU", "eager"),
-    ]
+NUMPY_PROBES = [Probe("numpy", op, "float16", "CPU", "eager") for op in ("exp", "log", "sqrt")]
 
-    class CrashOnSecond:
-        calls = 0
 
-        def workers(self) -> dict[str, int]:
-            return {"numpy": 1}
+@pytest.mark.parametrize(
+    ("fault", "status", "error"),
+    [
+        ("segfault", "crashed", "SIGSEGV"),
+        ("hang", "timeout", "did not finish within 2 s"),
+        ("exit", "error", "SystemExit"),
+    ],
+)
+def test_a_fault_loses_only_the_probe_it_happened_in(fault: str, status: str, error: str) -> None:
+    import _faults  # tests/ is on sys.path
 
-        def call(self, key, func, batch, path, *args, timeout):  # type: ignore[no-untyped-def]
-            self.calls += 1
-            if self.calls == 1:  # first batch: probe 0 finishes, the worker "dies" in probe 1
-                run_probe_batch(batch[:1], path, 30.0)
-                with open(path, "a") as handle:
-                    handle.write('{"event": "start", "index": 1}\n')
-                raise SandboxCrash(key, -11)
-            return run_probe_batch(batch, path, *args)
+    box = Sandbox()
+    try:
+        # this worker (and only it: not the one that replaces it) misbehaves in the second probe
+        box.call("numpy", _faults.misbehave_in_backend, "numpy", {"log": fault}, timeout=60)
+        arrived: list[tuple[str, str]] = []
+        out = run_probes(
+            NUMPY_PROBES,
+            probe_timeout=2,
+            sandbox=box,
+            on_record=lambda key, record: arrived.append((key, record["status"])),
+        )
+    finally:
+        box.close()
+    exp, log, sqrt = (out[p.key] for p in NUMPY_PROBES)
+    assert exp["status"] == "ok" and sqrt["status"] == "ok"
+    assert log["status"] == status and error in log["error"]
+    assert arrived == [(p.key, out[p.key]["status"]) for p in NUMPY_PROBES]  # each as it came, in order
 
-    out = run_probes(probes, sandbox=CrashOnSecond())
-    assert out[probes[0].key]["status"] == "ok"
-    assert out[probes[1].key]["status"] == "crashed"
-    assert "SIGSEGV" in out[probes[1].key]["error"]
-    assert out[probes[2].key]["status"] == "ok"
+
+def test_run_probes_reports_each_record_as_it_arrives_and_leaves_no_temporary_files() -> None:
+    import glob
+    import os
+    import tempfile
+
+    pattern = os.path.join(tempfile.gettempdir(), "px-*")
+    before = set(glob.glob(pattern))
+    during: list[set[str]] = []
+    progress: list[int] = []
+    box = Sandbox()
+    try:
+        out = run_probes(
+            NUMPY_PROBES,
+            sandbox=box,
+            on_progress=progress.append,
+            on_record=lambda key, record: during.append(set(glob.glob(pattern)) - before),
+        )
+    finally:
+        box.close()
+    assert [r["status"] for r in out.values()] == ["ok", "ok", "ok"]
+    assert progress == [1, 1, 1]
+    assert during == [set(), set(), set()]  # no progress file while the batch runs
+    assert set(glob.glob(pattern)) == before
+    with pytest.raises(ValueError, match="probe_timeout"):
+        run_probes(NUMPY_PROBES, probe_timeout=float("nan"), sandbox=box)
 
 
 def test_raw_op_without_catalog_entry_gets_registry_rows_only(reg: Registry) -> None:

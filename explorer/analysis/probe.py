@@ -1,30 +1,23 @@
-"""Run many probes in one sandbox call, losing only the current probe to a crash or hang.
+"""Run availability probes in their backends' sandbox workers, one record per probe.
 
-The worker side (:func:`run_probe_batch`) runs a list of probes one after the
-other, appending one JSON line per event to a progress file: ``start`` before
-each probe, ``done`` with its record after, and ``timeout`` from a watchdog
-thread that ends the worker when one probe runs past its time limit.  The
-parent side (:func:`run_probes`) reads that file when the worker dies, records
-the probe it died on as ``crashed`` (or ``timeout``), and sends the rest to a
-fresh worker.
+:func:`run_probes` sends each backend's probes to its worker as one batch
+(:meth:`explorer.sandbox.Sandbox.map`): a crash or hang costs only the probe it
+happened in (recorded as ``crashed`` or ``timeout``), and the rest go on in a
+fresh worker.  Each record is reported as soon as it arrives.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
+import functools
 import os
-import tempfile
-import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import astuple, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from explorer.outcome import Status
 
-#: exit status the watchdog uses when a probe runs past its limit
-TIMEOUT_EXIT = 86
+if TYPE_CHECKING:
+    from explorer.sandbox import ItemResult, Sandbox
 #: environment variable with the XLA flags of the TensorFlow probe worker
 XLA_FLAGS_ENV = "PX_PROBE_XLA_FLAGS"
 #: availability only asks whether XLA compiles and runs an op, not how fast the code is:
@@ -45,17 +38,26 @@ def init_worker(backend: str, xla_flags: str) -> list[str]:
         os.environ["XLA_FLAGS"] = xla_flags
     from explorer.sandbox import warm_backend
 
-    return warm_backend(backend)
+    devices = warm_backend(backend)
+    if backend == "tensorflow" and devices:
+        from explorer.backends.tensorflow_backend import import_tensorflow
+
+        import_tensorflow().get_logger().setLevel("ERROR")  # no retracing chatter per probe
+    return devices
 
 
-def warm_worker(box: Any, backend: str) -> str:
+def _worker_setup(backend: str) -> functools.partial[list[str]]:
+    """What a fresh worker for ``backend``'s probes runs first: :func:`init_worker` with the probe flags."""
+    return functools.partial(init_worker, backend, os.environ.get(XLA_FLAGS_ENV, DEFAULT_PROBE_XLA_FLAGS))
+
+
+def warm_worker(box: Sandbox, backend: str) -> str:
     """Start (once) the worker for ``backend``'s probes in sandbox ``box``; returns its key."""
     from explorer.sandbox import WARMUP_TIMEOUT
 
     key = worker_key(backend)
     if key not in box.workers():
-        flags = os.environ.get(XLA_FLAGS_ENV, DEFAULT_PROBE_XLA_FLAGS)
-        box.call(key, init_worker, backend, flags, timeout=WARMUP_TIMEOUT)
+        box.call(key, _worker_setup(backend), timeout=WARMUP_TIMEOUT)
     return key
 
 
@@ -73,24 +75,6 @@ class Probe:
     def key(self) -> str:
         """``"tensorflow|range|float16|CPU|eager"``: the cache key within one environment."""
         return "|".join(astuple(self))
-
-
-def _append(path: str, event: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(event, default=str) + "\n")
-        handle.flush()
-
-
-def _watchdog(path: str, index: int, limit: float) -> threading.Timer:
-    def expire() -> None:
-        with contextlib.suppress(Exception):
-            _append(path, {"event": "timeout", "index": index, "limit": limit})
-        os._exit(TIMEOUT_EXIT)
-
-    timer = threading.Timer(limit, expire)
-    timer.daemon = True
-    timer.start()
-    return timer
 
 
 def probe_record(
@@ -152,61 +136,18 @@ def _tf_can_cast(dtype: str, device: str) -> bool:
     return _CASTS[key]
 
 
-def run_probe_batch(
-    probes: list[Probe],
-    progress_path: str,
-    probe_timeout: float,
-    seed: int = 0,
-    places: dict[str, list[tuple[str, str]]] | None = None,
-) -> list[dict[str, Any]]:
-    """Worker side: run ``probes`` in order, logging each to ``progress_path``.
+_PRESENT: dict[str, list[str]] = {}
 
-    ``places`` maps ``probe.key`` to the ``(device, mode)`` pairs where the registry has
-    a kernel (used to suggest moving the op there).  A probe past ``probe_timeout``
-    seconds ends this process (after logging ``timeout``).
-    """
+
+def probe_in_worker(probe: Probe, seed: int, places: dict[str, list[tuple[str, str]]]) -> dict[str, Any]:
+    """Worker side: :func:`probe_record` for one probe; ``places`` maps ``probe.key`` to the
+    ``(device, mode)`` pairs where the registry has a kernel (to suggest moving the op there)."""
     from explorer.backends import get_backend
 
-    present_by_backend: dict[str, list[str]] = {}
-    records = []
-    if any(p.backend == "tensorflow" for p in probes):
-        from explorer.backends.tensorflow_backend import import_tensorflow
-
-        import_tensorflow().get_logger().setLevel("ERROR")  # no retracing chatter per probe
-    for index, probe in enumerate(probes):
-        if probe.backend not in present_by_backend:
-            b = get_backend(probe.backend)
-            present_by_backend[probe.backend] = b.devices() if b.is_installed() else []
-        _append(progress_path, {"event": "start", "index": index})
-        timer = _watchdog(progress_path, index, probe_timeout)
-        try:
-            record = probe_record(
-                probe, seed, present_by_backend[probe.backend], (places or {}).get(probe.key)
-            )
-        finally:
-            timer.cancel()
-        _append(progress_path, {"event": "done", "index": index, "record": record})
-        records.append(record)
-    return records
-
-
-def _read_progress(path: str) -> tuple[dict[int, dict[str, Any]], set[int]]:
-    done: dict[int, dict[str, Any]] = {}
-    timed_out: set[int] = set()
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue  # a line cut short by the crash
-                if event.get("event") == "done":
-                    done[int(event["index"])] = event["record"]
-                elif event.get("event") == "timeout":
-                    timed_out.add(int(event["index"]))
-    except OSError:
-        pass
-    return done, timed_out
+    if probe.backend not in _PRESENT:
+        backend = get_backend(probe.backend)
+        _PRESENT[probe.backend] = backend.devices() if backend.is_installed() else []
+    return probe_record(probe, seed, _PRESENT[probe.backend], places.get(probe.key))
 
 
 def failure_record(status: Status, error: str) -> dict[str, Any]:
@@ -227,76 +168,74 @@ def failure_record(status: Status, error: str) -> dict[str, Any]:
 def run_probes(
     probes: Iterable[Probe],
     probe_timeout: float = 60.0,
-    chunk: int = 40,
     seed: int = 0,
     places: dict[str, list[tuple[str, str]]] | None = None,
     on_progress: Callable[[int], None] | None = None,
-    sandbox: Any = None,
+    sandbox: Sandbox | None = None,
+    on_record: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Run probes in their backends' sandbox workers, in chunks; returns records by probe key.
+    """Run probes in their backends' sandbox workers; returns records by probe key.
 
-    A crash or hang costs only the probe it happened in (recorded as ``crashed`` or
-    ``timeout``); the rest of its chunk goes to a fresh worker.
+    Each probe has ``probe_timeout`` seconds.  A crash or hang costs only the probe it
+    happened in (recorded as ``crashed`` or ``timeout``); the rest go on in a fresh
+    worker.  As each record arrives, ``on_record(key, record)`` is called with it and
+    ``on_progress(1)``.
+
+    >>> records = run_probes([Probe("numpy", "exp", "float16", "CPU", "eager")])
+    >>> records["numpy|exp|float16|CPU|eager"]["status"]
+    'ok'
     """
-    from explorer.sandbox import SandboxCrash, SandboxTimeout, default_sandbox
+    from explorer.sandbox import check_timeout, default_sandbox
 
-    if probe_timeout <= 0:
-        raise ValueError(f"probe_timeout must be positive, got {probe_timeout}")
+    probe_timeout = check_timeout(probe_timeout, "probe_timeout")
     box = sandbox if sandbox is not None else default_sandbox()
     results: dict[str, dict[str, Any]] = {}
     by_backend: dict[str, list[Probe]] = {}
     for p in probes:
         by_backend.setdefault(p.backend, []).append(p)
     for backend, todo in by_backend.items():
-        queue = list(todo)
-        while queue:
-            batch, queue = queue[:chunk], queue[chunk:]
-            try:
-                key = warm_worker(box, backend)
-            except (SandboxCrash, SandboxTimeout) as exc:
-                for p in batch + queue:
-                    results[p.key] = failure_record(
-                        Status.CRASHED, f"starting the {backend} worker failed: {exc}"
-                    )
-                if on_progress:
-                    on_progress(len(batch) + len(queue))
-                break
-            fd, path = tempfile.mkstemp(prefix="px-probe-", suffix=".jsonl")
-            os.close(fd)
-            start = time.perf_counter()
-            try:
-                records = box.call(
-                    key,
-                    run_probe_batch,
-                    batch,
-                    path,
-                    probe_timeout,
-                    seed,
-                    places,
-                    timeout=probe_timeout * len(batch) + 30.0,
-                )
-                for p, r in zip(batch, records, strict=True):
-                    results[p.key] = r
-                if on_progress:
-                    on_progress(len(batch))
-            except (SandboxCrash, SandboxTimeout) as exc:
-                done, timed_out = _read_progress(path)
-                for i, r in done.items():
-                    results[batch[i].key] = r
-                lost = next(i for i in range(len(batch)) if i not in done)
-                if lost in timed_out or isinstance(exc, SandboxTimeout):
-                    elapsed = time.perf_counter() - start
-                    results[batch[lost].key] = failure_record(
-                        Status.TIMEOUT,
-                        f"the probe did not finish within {probe_timeout:g} s "
-                        f"(batch ran {elapsed:.1f} s); its worker was replaced",
-                    )
-                else:
-                    results[batch[lost].key] = failure_record(Status.CRASHED, str(exc))
-                queue = batch[lost + 1 :] + queue
-                if on_progress:
-                    on_progress(len(done) + 1)
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
+
+        def deliver(result: ItemResult, todo: list[Probe] = todo) -> None:
+            key = todo[result.index].key
+            results[key] = _record_of(result, probe_timeout)
+            if on_record is not None:
+                on_record(key, results[key])
+            if on_progress is not None:
+                on_progress(1)
+
+        box.map(
+            worker_key(backend),
+            functools.partial(probe_in_worker, seed=seed, places=_places_of(todo, places or {})),
+            todo,
+            probe_timeout,
+            on_result=deliver,
+            setup=_worker_setup(backend),
+        )
     return results
+
+
+def _places_of(
+    probes: list[Probe], places: dict[str, list[tuple[str, str]]]
+) -> dict[str, list[tuple[str, str]]]:
+    """The part of ``places`` that concerns ``probes`` (what their worker is sent)."""
+    return {p.key: places[p.key] for p in probes if p.key in places}
+
+
+def _record_of(result: ItemResult, probe_timeout: float) -> dict[str, Any]:
+    """The record for one probe's result: its own, or a failure record saying what went wrong."""
+    from explorer.sandbox import SandboxCrash, SandboxTimeout
+
+    error = result.error
+    if error is None:
+        record: dict[str, Any] = result.value
+        return record
+    if isinstance(error, SandboxTimeout) and not error.during:
+        return failure_record(
+            Status.TIMEOUT, f"the probe did not finish within {probe_timeout:g} s; its worker was replaced"
+        )
+    if isinstance(error, SandboxTimeout):  # the worker's setup (the framework import) hung
+        return failure_record(Status.TIMEOUT, str(error))
+    if isinstance(error, SandboxCrash):
+        return failure_record(Status.CRASHED, str(error))
+    notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", []))  # the worker's traceback
+    return failure_record(Status.ERROR, f"{type(error).__name__}: {error}{notes}")
