@@ -145,17 +145,19 @@ class Format:
         returned in the storage dtype.
 
         ml_dtypes casts float64 through float32, which rounds twice; float64 input
-        is therefore rounded by :func:`explorer.rounding.round_to`.
+        is therefore rounded in one step on its bit pattern (:func:`_round_float64`).
+        Other modes (toward zero, stochastic) are in :mod:`explorer.rounding`.
 
         >>> float(resolve("bfloat16").round(1 + 2**-8 + 2**-40))
         1.0078125
         """
         x = np.asarray(values)
-        if x.dtype == np.float64 and self.name not in ("float64", "float32", "float16"):
-            from explorer.rounding import round_to
-
-            return round_to(x, self)
-        return self.cast(x)
+        if x.dtype != np.float64 or self.name in _ONE_STEP_FROM_FLOAT64:
+            return self.cast(x)
+        if self.has_sign and self.has_subnormals:
+            return _round_float64(x, self)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.cast(x)
 
     def cast(self, values: Any) -> np.ndarray:
         """The plain dtype cast (ml_dtypes' ``astype``; tf32: float32 then mantissa rounding)."""
@@ -195,6 +197,71 @@ def _round_tf32(x32: np.ndarray) -> np.ndarray:
     rounded = (bits + half + lsb) & ~np.uint32((1 << drop) - 1)
     finite = np.isfinite(x32)
     return np.where(finite, rounded, bits).view(np.float32)
+
+
+#: formats whose NumPy cast from float64 rounds once (correctly)
+_ONE_STEP_FROM_FLOAT64 = ("float64", "float32", "float16")
+
+
+@cache
+def _kept_bits(fmt: Format, wide: bool) -> tuple[np.ndarray, int]:
+    """Which bits of a float64 (``wide``) or float32 input ``fmt`` keeps, per exponent field.
+
+    Returns the keep-mask of the input's bits for each value of its exponent field (the
+    low mantissa bits the format cannot hold are 0: more of them in its subnormal range),
+    and the smallest exponent field whose values are not below the format's smallest
+    subnormal.  Shared by :func:`_round_float64` and :mod:`explorer.rounding`.
+    """
+    uint: Any = np.uint64 if wide else np.uint32
+    in_mant, in_exp, in_bias = (52, 11, 1023) if wide else (23, 8, 127)
+    fields = np.arange(1 << in_exp)
+    unbiased = np.maximum(fields, 1) - in_bias
+    target_emin = int(np.log2(fmt.smallest_normal))
+    drop = (in_mant - fmt.mantissa_bits) + np.maximum(target_emin - unbiased, 0)
+    tiny_below = int(np.argmax(drop <= in_mant))
+    width = 64 if wide else 32
+    keep = np.array([((1 << width) - 1) ^ ((1 << min(int(d), in_mant)) - 1) for d in drop], dtype=uint)
+    return keep, tiny_below
+
+
+def _round_float64(x: np.ndarray, fmt: Format) -> np.ndarray:
+    """Round float64 values to ``fmt`` (signed, with subnormals), nearest-even, in one step.
+
+    Half a unit of the lowest kept bit (less one, plus the kept code's last bit: ties go
+    to even) is added to the bit pattern and the bits the format cannot hold are cleared.
+    Within a binade the pattern is linear in the value and a carry lands exactly on the
+    next value of the format, so the final cast is exact.  Values past ``max`` round to a
+    finite float64 just past it, which the cast turns into inf, NaN or ``max`` as it does
+    any overflow; inf and NaN are cast as they are; values below the smallest subnormal go
+    to 0 or to the smallest subnormal (the tie to 0).
+    """
+    shape = x.shape
+    x = np.ascontiguousarray(x)
+    keep_by_field, tiny_below = _kept_bits(fmt, True)
+    bits = x.view(np.uint64)
+    sign_bit = np.uint64(1 << 63)
+    mag = bits & ~sign_bit
+    exp_field = mag >> np.uint64(52)
+    keep = keep_by_field.take(exp_field)
+    tiny = exp_field < tiny_below
+    special = exp_field == np.uint64((1 << 11) - 1)  # inf, NaN
+    lowest_kept = ~keep + np.uint64(1)
+    half_minus_one = (lowest_kept >> np.uint64(1)) - np.uint64(1)
+    # the code's last bit; in the binade [ss, 2 ss) only the implicit bit is kept: code 1
+    odd = ((mag & lowest_kept) != 0) | (lowest_kept == np.uint64(1 << 52))
+    mag += half_minus_one + odd.astype(np.uint64)
+    mag &= keep
+    mag |= bits & sign_bit
+    result = mag.view(np.float64).astype(fmt.storage_dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if tiny.any():
+            idx = np.nonzero(tiny)
+            up = np.abs(x[idx]) > fmt.smallest_subnormal / 2
+            result[idx] = fmt.cast(np.copysign(np.where(up, fmt.smallest_subnormal, 0.0), x[idx]))
+        if special.any():
+            idx = np.nonzero(special)
+            result[idx] = fmt.cast(x[idx])
+    return result.reshape(shape)
 
 
 _UINTS: dict[int, type[np.unsignedinteger]] = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -283,6 +350,10 @@ def _by_name() -> dict[str, Format]:
     return {f.name: f for f in all_formats()}
 
 
+#: longest format name :func:`resolve` reads
+MAX_NAME_LENGTH = 64
+
+
 def _framework_dtype_name(obj: Any) -> str | None:
     """Name of a ``tf.DType`` or ``torch.dtype`` without importing either framework."""
     module = type(obj).__module__ or ""
@@ -305,14 +376,26 @@ def resolve(spec: Any) -> Format:
     Traceback (most recent call last):
     ...
     ValueError: unknown format 'halff'; did you mean 'half'? Valid names: float64, ...
+
+    ``None`` and ``bool`` are refused (NumPy would read them as float64 and bool), and so
+    is a name longer than :data:`MAX_NAME_LENGTH` characters.
     """
     if isinstance(spec, Format):
         return spec
+    if spec is None or isinstance(spec, bool):
+        raise TypeError(
+            f"cannot interpret {spec!r} as a format; pass a name such as 'float16', a NumPy dtype, "
+            "tf.DType or torch.dtype"
+        )
+    if isinstance(spec, str) and len(spec) > MAX_NAME_LENGTH:
+        raise ValueError(
+            f"unknown format {spec[:MAX_NAME_LENGTH]!r}... (names are at most {MAX_NAME_LENGTH} characters)"
+        )
     name = _framework_dtype_name(spec)
     if name is None and not isinstance(spec, str):
         try:
             name = np.dtype(spec).name
-        except TypeError:
+        except (TypeError, ValueError):
             raise TypeError(
                 f"cannot interpret {spec!r} (type {type(spec).__name__}) as a format; "
                 "pass a name such as 'float16', a NumPy dtype, tf.DType or torch.dtype"
@@ -394,3 +477,7 @@ def all_values(fmt: Any) -> np.ndarray:
         )
     patterns = np.arange(1 << fmt.bits, dtype=_bit_dtype(fmt))
     return patterns.view(fmt.storage_dtype)
+
+
+#: the formats NumPy has natively (its own dtypes; a cast to them from float64 rounds once, correctly)
+NUMPY_NATIVE_FORMATS: tuple[str, ...] = ("float64", "float32", "float16")

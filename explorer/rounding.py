@@ -1,10 +1,10 @@
 """Rounding float values to a format: nearest-even, toward zero, stochastic.
 
-Nearest-even is the NumPy / ml_dtypes cast, except from float64 to an ml_dtypes
-format or tf32: those casts go through float32 (rounding twice, which is wrong
-next to ties), so float64 inputs are rounded here in one step, by the same bit
-method as the other modes.  Toward-zero and stochastic rounding work
-on the bit pattern of the (float32 or float64) input: the number of low bits
+Nearest-even is :meth:`explorer.formats.Format.round`: the NumPy / ml_dtypes
+cast, except from float64 to an ml_dtypes format or tf32, where the cast goes
+through float32 (rounding twice, which is wrong next to ties) and float64 inputs
+are rounded in one step on their bit pattern instead.  Toward-zero and
+stochastic rounding work on the bit pattern of the (float32 or float64) input: the number of low bits
 the target format cannot keep is computed per value (more of them in the
 target's subnormal range), random bits are added below that cut for
 stochastic rounding, and the bits are truncated.  That is exact: within a
@@ -29,11 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from explorer.formats import Format, resolve
+from explorer.formats import _ONE_STEP_FROM_FLOAT64, Format, _kept_bits, resolve
 
 ROUNDING_MODES: tuple[str, ...] = ("nearest_even", "toward_zero", "stochastic")
-#: formats whose NumPy cast from float64 rounds once (correctly)
-_NATIVE = ("float64", "float32", "float16")
 
 
 def _check_mode(mode: str) -> None:
@@ -67,9 +65,8 @@ def _round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator | int
     if x.dtype.kind != "f" and x.dtype != fmt.storage_dtype:
         x = x.astype(np.float64)
     if mode == "nearest_even":
-        if x.dtype == np.float64 and fmt.name not in _NATIVE and fmt.has_sign and fmt.has_subnormals:
-            # ml_dtypes casts float64 through float32 (double rounding); round in one step
-            return _bit_round(x, fmt, mode, np.random.default_rng(0))
+        if x.dtype == np.float64 and fmt.name not in _ONE_STEP_FROM_FLOAT64:
+            return fmt.round(x)  # in one step: the ml_dtypes cast of float64 rounds twice
         with np.errstate(over="ignore", invalid="ignore"):
             return fmt.cast(x)
     generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -101,14 +98,9 @@ class _Layout:
 @cache
 def _layout(fmt: Format, wide: bool) -> _Layout:
     uint: Any = np.uint64 if wide else np.uint32
-    in_mant, in_exp, in_bias = (52, 11, 1023) if wide else (23, 8, 127)
-    fields = np.arange(1 << in_exp)
-    unbiased = np.maximum(fields, 1) - in_bias
-    target_emin = int(np.log2(fmt.smallest_normal))
-    drop = (in_mant - fmt.mantissa_bits) + np.maximum(target_emin - unbiased, 0)
-    tiny_below = int(np.argmax(drop <= in_mant))
+    in_exp = 11 if wide else 8
+    keep, tiny_below = _kept_bits(fmt, wide)
     width = 64 if wide else 32
-    keep = np.array([((1 << width) - 1) ^ ((1 << min(int(d), in_mant)) - 1) for d in drop], dtype=uint)
     float_dtype = np.float64 if wide else np.float32
     max_bits = int(np.array(fmt.max, dtype=float_dtype).view(uint))
     prefix_bits = 1 + in_exp + fmt.mantissa_bits
@@ -133,17 +125,7 @@ def _bit_round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator) 
     exp_field = mag >> uint(52 if wide else 23)
     keep = lay.keep.take(exp_field)
     tiny = exp_field < lay.tiny_below
-    if mode == "nearest_even":
-        # values past max round to a finite float64 just past max, which the cast then
-        # turns into inf, NaN or max exactly as it does for any overflow
-        special = exp_field == uint((1 << (11 if wide else 8)) - 1)  # inf, NaN
-        lowest_kept = ~keep + uint(1)
-        half_minus_one = (lowest_kept >> uint(1)) - uint(1)
-        # the target code's last bit; in the binade [ss, 2 ss) only the implicit bit is kept: code 1
-        odd = ((mag & lowest_kept) != 0) | (lowest_kept == uint(1 << (52 if wide else 23)))
-        mag += half_minus_one + odd.astype(uint)
-    else:
-        special = mag > lay.max_bits  # beyond max, inf, NaN
+    special = mag > lay.max_bits  # beyond max, inf, NaN
     if mode == "stochastic":
         raw = rng.bit_generator.random_raw(x.size if wide else (x.size + 1) // 2)
         noise = raw.view(uint)[: x.size].reshape(x.shape)
@@ -159,11 +141,10 @@ def _bit_round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator) 
         if tiny.any():
             idx = np.nonzero(tiny)
             magnitude = np.abs(x[idx]).astype(np.float64)
-            up = magnitude > fmt.smallest_subnormal / 2  # nearest-even: the tie goes to 0
-            if mode == "toward_zero":
-                up[:] = False
-            elif mode == "stochastic":
+            if mode == "stochastic":
                 up = rng.random(magnitude.shape) * fmt.smallest_subnormal < magnitude
+            else:  # toward zero
+                up = np.zeros(magnitude.shape, dtype=bool)
             result[idx] = fmt.cast(np.copysign(np.where(up, fmt.smallest_subnormal, 0.0), x[idx]))
         if special.any():
             idx = np.nonzero(special)

@@ -58,6 +58,44 @@ def test_names_snake_case_and_unique():
     assert sorted(op_names()) == sorted(n for g in GROUPS for n in op_names(g))
 
 
+def test_catalog_order_follows_the_groups():
+    """One module per group, imported in the order of GROUPS: each group's ops are contiguous."""
+    groups = [op.group for op in catalog().values()]
+    assert groups == sorted(groups, key=GROUPS.index)
+    assert list(dict.fromkeys(groups)) == list(GROUPS)
+
+
+def test_entries_by_name_call_that_function():
+    """``numpy="arcsin"`` in an entry is ``np.arcsin(x)``; a tf call defaults to ``tf_public``."""
+    from explorer.ops._define import unary
+
+    x = np.array([0.5, -0.25])
+    np.testing.assert_array_equal(get_op("asin").numpy(np, np.float64, x), np.arcsin(x))
+    np.testing.assert_array_equal(get_op("floormod").numpy(np, np.float64, x, x[::-1]), np.mod(x, x[::-1]))
+
+    class FakeTF:
+        class math:
+            asin = staticmethod(lambda v: ("tf.math.asin", v))
+
+    assert get_op("asin").tf(FakeTF, None, 1.0) == ("tf.math.asin", 1.0)
+    before = op_names()
+    with pytest.raises(ValueError, match=r"must start with 'tf\.'"):
+        unary(
+            name="not_added",
+            tf_public="math.asin",
+            tf_raw_ops=("Asin",),
+            numpy="arcsin",
+            torch="asin",
+            reference=np.arcsin,
+            make_inputs=lambda rng: (rng.uniform(-0.5, 0.5, 4),),
+        )
+    with pytest.raises(ValueError, match="defined twice"):
+        from explorer.ops._op import register
+
+        register(get_op("exp"))
+    assert op_names() == before
+
+
 def test_get_op_bad_names():
     with pytest.raises(ValueError, match=r"did you mean 'exp'") as info:
         get_op("expp")

@@ -141,3 +141,36 @@ def test_bad_arguments() -> None:
         round_to([1.0], "float16", "up")
     with pytest.raises(TypeError, match="rng"):
         round_to([1.0], "float16", "stochastic", rng="seed")
+
+
+def test_formats_does_not_import_rounding() -> None:
+    """The dependency is one-way: rounding uses formats; nothing in formats imports rounding
+    (Format.round rounds float64 in one step itself)."""
+    import ast
+    import inspect
+
+    import explorer.formats
+
+    tree = ast.parse(inspect.getsource(explorer.formats))
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not [m for m in imported if m.startswith("explorer")], imported
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_nearest_even_is_format_round_bit_for_bit(fmt) -> None:  # type: ignore[no-untyped-def]
+    """round_to(x, fmt) and fmt.round(x) are one rounding: same bits, same shape (0-d included)."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate(
+        [rng.normal(0, 2, 500), 2.0 ** rng.uniform(-160, 140, 500), [0.0, -0.0, np.inf, np.nan]]
+    )
+    if not fmt.has_sign:
+        x = np.abs(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = np.ascontiguousarray(fmt.round(x))
+        got = np.ascontiguousarray(round_to(x, fmt))
+        scalar = fmt.round(np.float64(1 + 2**-8 + 2**-40))
+    assert got.dtype == expected.dtype == fmt.storage_dtype
+    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[fmt.storage_dtype.itemsize]
+    np.testing.assert_array_equal(got.view(uint), expected.view(uint))
+    assert scalar.shape == ()
