@@ -9,16 +9,19 @@ Every row has the keys of :data:`ROW_KEYS` (what the CLI prints with ``--json``)
 plus :data:`EXTRA_KEYS`.  In mode ``registry`` the device is the registry device
 type (``CPU``, ``XLA_CPU_JIT``, ``GPU``, ``XLA_GPU_JIT``) and ``ok`` means a kernel
 is registered.  Probed rows come from running the catalog op in a sandbox worker;
-they are cached on disk per environment (see :mod:`explorer.analysis.envcache`).
+they are stored as they arrive, per environment (see :mod:`explorer.analysis.probe_cache`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from explorer.analysis import envcache
+from explorer.analysis import envcache, probe_cache
 from explorer.analysis.explain import disagreement, explain, refine_status
 from explorer.analysis.probe import Probe, failure_record, run_probes, warm_worker
 from explorer.analysis.registry import REGISTRY_DEVICE, Registry, get_registry, registry_device
@@ -52,8 +55,8 @@ EXTRA_KEYS: tuple[str, ...] = (
 )
 #: modes a user may ask for
 AVAILABILITY_MODES: tuple[str, ...] = ("registry", "eager", "xla")
-#: cache file format version
-CACHE_VERSION = 1
+#: probe store format version (the store's SQLite schema version)
+CACHE_VERSION = probe_cache.SCHEMA_VERSION
 
 
 @dataclass
@@ -235,28 +238,30 @@ def _row(backend: str, t: Target, dtype: str, device: str, mode: str) -> dict[st
 # ---------------------------------------------------------------- the cache
 
 
-def cache_path(env: dict[str, Any] | None = None) -> Any:
-    """The probe cache file for this environment."""
-    return envcache.cache_dir() / f"availability-{envcache.environment_key(env)}.json"
+def cache_path(env: dict[str, Any] | None = None) -> Path | None:
+    """The probe store's database file (see :mod:`explorer.analysis.probe_cache`), shared by
+    every environment; None when there is no usable cache directory.  ``env`` is accepted
+    for compatibility and ignored: records are keyed by the environment inside the store."""
+    directory = envcache.cache_dir_or_none()
+    return None if directory is None else directory / probe_cache.DB_NAME
 
 
-def _load_cache(path: Any) -> dict[str, Any]:
-    data = envcache.read_json(path)
-    if (
-        not isinstance(data, dict)
-        or data.get("version") != CACHE_VERSION
-        or not isinstance(data.get("records"), dict)
-    ):
-        return {"version": CACHE_VERSION, "records": {}, "devices": {}}
-    return data
+def _load_cache(env: dict[str, Any] | None = None) -> dict[str, Any]:
+    """This environment's stored probe records and device description (validated)."""
+    env_key = envcache.environment_key(env)
+    with probe_cache.open_store() as store:
+        return {"version": CACHE_VERSION, "records": store.load(env_key), "devices": store.devices(env_key)}
 
 
 def clear_cache() -> int:
-    """Remove every availability cache file; returns how many were removed."""
-    removed = 0
-    for path in envcache.cache_dir().glob("availability-*.json"):
-        path.unlink()
-        removed += 1
+    """Remove every stored probe record (every environment); returns how many were removed."""
+    with probe_cache.open_store() as store:
+        removed = store.clear()
+    directory = envcache.cache_dir_or_none()
+    if directory is not None:
+        for legacy in directory.glob("availability-*.json"):  # the store before SQLite
+            with contextlib.suppress(OSError):
+                legacy.unlink()
     return removed
 
 
@@ -280,12 +285,29 @@ def worker_devices() -> dict[str, Any]:
     return out
 
 
+def _names(value: Any, what: str, strings: bool = True) -> list[Any] | None:
+    """``value`` as a list of names: None stays None, a single name is a list of one.
+
+    >>> _names("exp", "ops"), _names(("exp", "log"), "ops"), _names(None, "ops")
+    (['exp'], ['exp', 'log'], None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        value = [value]
+    out = list(value)
+    bad = [v for v in out if not isinstance(v, str)] if strings else []
+    if bad:
+        raise TypeError(f"{what} must be names (strings), got {bad[0]!r} ({type(bad[0]).__name__})")
+    return out
+
+
 def availability(
-    ops: list[str] | None = None,
-    dtypes: list[str] | None = None,
-    backends: list[str] | None = None,
-    devices: list[str] | None = None,
-    modes: list[str] | None = None,
+    ops: list[str] | str | None = None,
+    dtypes: list[Any] | Any | None = None,
+    backends: list[str] | str | None = None,
+    devices: list[str] | str | None = None,
+    modes: list[str] | str | None = None,
     use_cache: bool = True,
     progress: bool = True,
     probe_timeout: float = 60.0,
@@ -297,17 +319,27 @@ def availability(
     names (default: every float dtype TensorFlow has); ``backends``: default every
     backend (torch rows say ``not_installed`` when it is absent); ``devices``: ``CPU``
     and/or ``GPU`` (default CPU); ``modes``: ``registry``, ``eager``, ``xla`` (default all).
+    Each may be one name or a list; every name is checked before anything runs.
+
+    Probe records are read from and saved to the probe store
+    (:mod:`explorer.analysis.probe_cache`) as each one arrives, so an interrupted sweep
+    keeps what finished; ``use_cache=False`` probes again (and stores the fresh records)
+    without reading the store.
     """
     from explorer.backends import BACKEND_NAMES, get_backend, normalize_device
     from explorer.formats import resolve
+    from explorer.sandbox import check_timeout
 
     start = time.perf_counter()
-    modes = _check_list(modes, AVAILABILITY_MODES, "mode") or list(AVAILABILITY_MODES)
-    backends = [get_backend(b).name for b in (backends or list(BACKEND_NAMES))]
-    devices = [normalize_device(d) for d in (devices or ["CPU"])]
+    ops = _names(ops, "ops")
+    modes = _check_list(_names(modes, "modes"), AVAILABILITY_MODES, "mode") or list(AVAILABILITY_MODES)
+    backends = [get_backend(b).name for b in (_names(backends, "backends") or list(BACKEND_NAMES))]
+    devices = [normalize_device(d) for d in (_names(devices, "devices") or ["CPU"])]
+    dtype_names = [resolve(d).name for d in (_names(dtypes, "dtypes", strings=False) or [])]
+    probe_timeout = check_timeout(probe_timeout, "probe_timeout")
     reg = registry if registry is not None else get_registry()
     targets = resolve_targets(ops, reg)
-    dts = [resolve(d).name for d in dtypes] if dtypes else list(reg.float_dtypes)
+    dts = dtype_names or list(reg.float_dtypes)
     rows: list[dict[str, Any]] = []
     if "registry" in modes and "tensorflow" in backends:
         dts_tf = [d for d in dts if d in reg.float_dtypes]
@@ -325,51 +357,44 @@ def availability(
                         if mode in b.modes:
                             probes.append(Probe(backend, t.name, dtype, device, mode))
     env = envcache.environment()
-    path = cache_path(env)
-    cache: dict[str, Any] = (
-        _load_cache(path) if use_cache else {"version": CACHE_VERSION, "records": {}, "devices": {}}
-    )
-    records: dict[str, dict[str, Any]] = cache["records"]
-    todo = [p for p in probes if p.key not in records]
-    fresh: set[str] = set()
-    local = [p for p in todo if not get_backend(p.backend).is_installed()]
-    for p in local:
-        records[p.key] = failure_record(Status.NOT_INSTALLED, f"{p.backend} is not installed")
-        fresh.add(p.key)
-    remote = [p for p in todo if get_backend(p.backend).is_installed()]
-    if remote:
-        places = {p.key: _kernel_places(reg, p) for p in remote if p.backend == "tensorflow"}
-        bar = _progress_bar(len(remote), progress)
-        try:
-            got = run_probes(
-                remote,
-                probe_timeout=probe_timeout,
-                places=places,
-                on_progress=bar.update if bar is not None else None,
-            )
-        finally:
-            if bar is not None:
-                bar.close()
-        records.update(got)
-        fresh.update(got)
-        if "tensorflow" in {p.backend for p in remote}:
-            from explorer.sandbox import default_sandbox
+    env_key = envcache.environment_key(env)
+    with probe_cache.open_store() as store:
+        wanted = {p.key for p in probes}
+        records: dict[str, dict[str, Any]] = store.load(env_key, wanted) if use_cache and probes else {}
+        fresh: set[str] = set()
 
+        def keep(key: str, record: dict[str, Any]) -> None:
+            """Save each record as it arrives (an interrupted sweep keeps what finished)."""
+            records[key] = record
+            fresh.add(key)
+            store.save(env_key, key, record)
+
+        todo = list({p.key: p for p in probes if p.key not in records}.values())
+        for p in todo:
+            if not get_backend(p.backend).is_installed():
+                keep(p.key, failure_record(Status.NOT_INSTALLED, f"{p.backend} is not installed"))
+        remote = [p for p in todo if p.key not in fresh]
+        if remote:
+            places = {p.key: _kernel_places(reg, p) for p in remote if p.backend == "tensorflow"}
+            bar = _progress_bar(len(remote), progress)
             try:
-                box = default_sandbox()
-                cache["devices"] = box.call(warm_worker(box, "tensorflow"), worker_devices, timeout=120.0)
-            except Exception as exc:  # the device list is informative only
-                cache["devices"] = {"error": str(exc)}
-    if fresh:
-        envcache.write_json_atomic(
-            path,
-            {
-                "version": CACHE_VERSION,
-                "environment": env,
-                "records": records,
-                "devices": cache.get("devices", {}),
-            },
-        )
+                got = run_probes(
+                    remote,
+                    probe_timeout=probe_timeout,
+                    places=places,
+                    on_progress=bar.update if bar is not None else None,
+                    on_record=keep,
+                )
+            finally:
+                if bar is not None:
+                    bar.close()
+            for key, record in got.items():  # any record not reported through on_record
+                if key not in fresh:
+                    keep(key, record)
+        device_info = store.devices(env_key)
+        if "tensorflow" in {p.backend for p in remote}:
+            device_info = _tensorflow_devices()
+            store.save_devices(env_key, device_info)
     by_name = {t.name: t for t in targets}
     for p in probes:
         rows.append(_probe_row(p, by_name[p.op], records[p.key], reg, cached=p.key not in fresh))
@@ -378,7 +403,7 @@ def availability(
     frame = pd.DataFrame(rows, columns=list(ROW_KEYS) + list(EXTRA_KEYS))
     environment = dict(
         env,
-        devices=cache.get("devices", {}),
+        devices=device_info,
         tf_version=reg.tf_version,
         registry_device_types=list(reg.device_types),
     )
@@ -387,8 +412,19 @@ def availability(
         environment,
         time.perf_counter() - start,
         probed=len(fresh),
-        cached=len(probes) - len([p for p in probes if p.key in fresh]),
+        cached=sum(p.key not in fresh for p in probes),
     )
+
+
+def _tensorflow_devices() -> dict[str, Any]:
+    """:func:`worker_devices` from the TensorFlow worker ({"error": ...} when that fails)."""
+    from explorer.sandbox import default_sandbox
+
+    try:
+        box = default_sandbox()
+        return dict(box.call(warm_worker(box, "tensorflow"), worker_devices, timeout=120.0))
+    except Exception as exc:  # the device list is informative only
+        return {"error": str(exc)}
 
 
 def _kernel_places(reg: Registry, p: Probe) -> list[tuple[str, str]]:
@@ -490,3 +526,42 @@ def only_on(dtype: str, device_type: str, elsewhere: str, registry: Registry | N
     frame = reg.matrix(ops=candidates, dtypes=[dtype], device_types=[device_type, elsewhere])
     wide = frame.pivot(index="op", columns="device_type", values="status")
     return sorted(wide.index[(wide[device_type] == "ok") & (wide[elsewhere] == "no_kernel")])
+
+
+def probes_for(
+    targets: Iterable[Target | str],
+    dtypes: Iterable[str],
+    backends: Iterable[str],
+    devices: Iterable[str],
+    modes: Iterable[str],
+) -> list[Probe]:
+    """The probes a selection runs: backend × catalog op × dtype × device × mode, in that order.
+
+    ``targets`` are :class:`Target`\\ s (raw ops without a catalog entry are skipped: they have
+    registry rows only) or catalog op names (other names are skipped).  A mode a backend does
+    not have is skipped for it, and so is ``registry`` (read from the registry, not run).
+    Names are taken as given (normalise them first).
+
+    >>> [p.key for p in probes_for(["exp", "Cholesky"], ["float16"], ["numpy", "tensorflow"],
+    ...                            ["CPU"], ["registry", "eager", "xla"])]
+    ['numpy|exp|float16|CPU|eager', 'tensorflow|exp|float16|CPU|eager', 'tensorflow|exp|float16|CPU|xla']
+    """
+    from explorer.backends import get_backend
+    from explorer.ops import catalog
+
+    names = [
+        t.name if isinstance(t, Target) else t
+        for t in targets
+        if (t.catalog if isinstance(t, Target) else t in catalog())
+    ]
+    dtypes, devices, modes = list(dtypes), list(devices), [m for m in modes if m != "registry"]
+    probes: list[Probe] = []
+    for backend in backends:
+        backend_modes = get_backend(backend).modes
+        for name in names:
+            for dtype in dtypes:
+                for device in devices:
+                    for mode in modes:
+                        if mode in backend_modes:
+                            probes.append(Probe(backend, name, dtype, device, mode))
+    return probes

@@ -2,8 +2,10 @@
 
 The cache lives in ``$PX_CACHE_DIR`` when set, else the user cache directory
 (``platformdirs``; ``~/.cache/precision-explorer`` on Linux).  Writes are atomic
-(a temporary file in the same directory, then ``os.replace``); a file that cannot
-be read or parsed is treated as absent (and rebuilt by the caller), never fatal.
+(a temporary file in the same directory, then ``os.replace``); a cache file that cannot
+be read, parsed or is of the wrong shape is removed and rebuilt by the caller, never
+fatal; a cache directory that cannot be used means "no cache" (one warning).  The probe
+records themselves live in a SQLite store (:mod:`explorer.analysis.probe_cache`).
 
 Nothing here imports a framework: versions come from package metadata, so the
 environment key is cheap enough for a cached answer in well under a second.
@@ -21,6 +23,8 @@ import os
 import platform
 import sys
 import tempfile
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,39 +34,139 @@ log = logging.getLogger(__name__)
 FRAMEWORKS: tuple[str, ...] = ("tensorflow", "numpy", "ml_dtypes", "torch", "precision-explorer")
 
 
-def cache_dir() -> Path:
-    """The cache directory (created): ``$PX_CACHE_DIR`` or the platform user cache dir."""
+class CacheUnavailable(OSError):
+    """The cache directory cannot be used (``$PX_CACHE_DIR`` is a file, or not writable)."""
+
+
+#: (path, reason) pairs already warned about in this process (one line per problem, not per call)
+_WARNED: set[tuple[str, str]] = set()
+
+
+def warn_once(path: str | Path, reason: str) -> None:
+    """Log ``reason`` about ``path`` as a warning, once per process."""
+    key = (str(path), reason)
+    if key not in _WARNED:
+        _WARNED.add(key)
+        log.warning("%s", reason)
+
+
+def _default_cache_dir() -> Path:
     env = os.environ.get("PX_CACHE_DIR")
     if env:
-        path = Path(env)
-    else:
-        try:
-            import platformdirs
+        return Path(env)
+    try:
+        import platformdirs
 
-            path = Path(platformdirs.user_cache_dir("precision-explorer"))
-        except ImportError:
-            base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-            path = Path(base) / "precision-explorer"
-    path.mkdir(parents=True, exist_ok=True)
+        return Path(platformdirs.user_cache_dir("precision-explorer"))
+    except ImportError:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "precision-explorer"
+
+
+def cache_dir() -> Path:
+    """The cache directory (created): ``$PX_CACHE_DIR`` or the platform user cache dir.
+
+    Raises :class:`CacheUnavailable` when it cannot be created or written to; callers
+    that can do without a cache use :func:`cache_dir_or_none`.
+    """
+    path = _default_cache_dir()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CacheUnavailable(f"cache directory {path} cannot be created ({exc})") from None
+    if not path.is_dir():
+        raise CacheUnavailable(f"cache directory {path} is not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise CacheUnavailable(f"cache directory {path} is not writable")
     return path
 
 
-def read_json(path: str | Path) -> Any | None:
-    """The JSON in ``path``, or None when it is missing or corrupt (a corrupt file is removed)."""
+def cache_dir_or_none() -> Path | None:
+    """:func:`cache_dir`, or None (no cache, with one warning) when it cannot be used.
+
+    >>> import os, tempfile
+    >>> from unittest import mock
+    >>> with tempfile.NamedTemporaryFile() as f, mock.patch.dict(os.environ, PX_CACHE_DIR=f.name):
+    ...     print(cache_dir_or_none())  # a file, not a directory
+    None
+    """
+    try:
+        return cache_dir()
+    except CacheUnavailable as exc:
+        warn_once(_default_cache_dir(), f"{exc}; working without a cache")
+        return None
+
+
+def read_cache_json(path: str | Path, expect: Mapping[str, type | tuple[type, ...]] | None = None) -> Any:
+    """The JSON in the project's own cache file ``path``, or None when it is missing, corrupt
+    or not of the ``expect``-ed shape (a dict whose keys hold values of those types).
+
+    Self-repairing: a corrupt or misshapen file is removed (with one warning) so that the
+    caller rebuilds it.  Only for cache files this project writes; user files use :func:`read_json`.
+
+    >>> import json, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "c.json"
+    ...     _ = path.write_text(json.dumps({"version": "one"}))
+    ...     print(read_cache_json(path, expect={"version": int}), path.exists())
+    None False
+    """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        problem = "is a directory"
     except OSError as exc:
-        log.warning("cache file %s unreadable (%s); rebuilding it", path, exc)
+        warn_once(path, f"cache file {path} unreadable ({exc}); not using it")
         return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        log.warning("cache file %s is corrupt (%s); rebuilding it", path, exc)
-        with contextlib.suppress(OSError):
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
+        problem = f"is corrupt ({str(exc)[:200]})"
+    else:
+        problem = _shape_problem(data, expect)
+        if not problem:
+            return data
+    log.warning("cache file %s %s; rebuilding it", path, problem)
+    remove_or_move_aside(path)
+    return None
+
+
+def remove_or_move_aside(path: Path) -> None:
+    """Remove a broken cache file; a directory in its place is renamed ``<name>.broken-<ns>``."""
+    with contextlib.suppress(OSError):
+        if path.is_dir() and not path.is_symlink():
+            path.rename(path.with_name(f"{path.name}.broken-{time.time_ns()}"))
+        else:
             path.unlink()
+
+
+def _shape_problem(data: Any, expect: Mapping[str, type | tuple[type, ...]] | None) -> str:
+    if expect is None:
+        return ""
+    if not isinstance(data, dict):
+        return f"holds a {type(data).__name__}, not an object"
+    for key, kind in expect.items():
+        if key not in data:
+            return f"lacks {key!r}"
+        value = data[key]
+        if (isinstance(value, bool) and kind is int) or not isinstance(value, kind):
+            return f"has a {type(value).__name__} for {key!r}"
+    return ""
+
+
+def read_json(path: str | Path) -> Any | None:
+    """The JSON in ``path``, or None when it is missing or corrupt; the file is never touched.
+
+    (Kept for callers of the old name; cache files use :func:`read_cache_json`.)
+    """
+    path = Path(path)
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError) as exc:
+        log.warning("file %s unreadable or not JSON (%s)", path, str(exc)[:200])
         return None
 
 
@@ -82,6 +186,17 @@ def write_json_atomic(path: str | Path, data: Any) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def write_cache_json(path: str | Path, data: Any) -> bool:
+    """:func:`write_json_atomic` for a cache file: a failure (full disk, read-only directory,
+    a directory in the way) is one warning and False, never an error."""
+    try:
+        write_json_atomic(path, data)
+    except OSError as exc:
+        warn_once(path, f"cache file {path} not written ({exc}); working without it")
+        return False
+    return True
 
 
 def framework_versions() -> dict[str, str | None]:
@@ -141,7 +256,7 @@ def code_fingerprint() -> str:
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for pattern in (
-        "ops.py",
+        "ops/*.py",
         "backends/*.py",
         "analysis/probe.py",
         "analysis/workarounds.py",

@@ -365,6 +365,16 @@ def _disk_key() -> str:
     return f"registry-v{DATA_VERSION}-tf{version}-py{sys.version_info[0]}{sys.version_info[1]}.json"
 
 
+#: what a registry cache file must hold to be used (else it is rebuilt)
+_DISK_SHAPE: dict[str, type] = {
+    "data_version": int,
+    "tf_version": str,
+    "ops": dict,
+    "kernels": dict,
+    "float_dtypes": list,
+}
+
+
 def get_registry(where: str = "auto", refresh: bool = False) -> Registry:
     """The installed TensorFlow's registry, read once per process (and cached on disk).
 
@@ -379,11 +389,13 @@ def get_registry(where: str = "auto", refresh: bool = False) -> Registry:
         raise ValueError(f"unknown where {where!r}; valid: auto, here, sandbox")
     if _REGISTRY is not None and not refresh:
         return _REGISTRY
-    from explorer.analysis.envcache import cache_dir, read_json, write_json_atomic
+    from explorer.analysis.envcache import cache_dir_or_none, read_cache_json, warn_once, write_cache_json
 
-    path = cache_dir() / _disk_key()
-    data = None if refresh else read_json(path)
-    if not data or data.get("data_version") != DATA_VERSION:
+    directory = cache_dir_or_none()
+    path = None if directory is None else directory / _disk_key()
+    data: Any = None if refresh or path is None else read_cache_json(path, expect=_DISK_SHAPE)
+    from_disk = data is not None and data["data_version"] == DATA_VERSION
+    if not from_disk:
         if where == "auto":
             where = "here" if "tensorflow" in sys.modules else "sandbox"
         if where == "here":
@@ -394,8 +406,15 @@ def get_registry(where: str = "auto", refresh: bool = False) -> Registry:
 
             box = default_sandbox()
             data = box.call(warm_worker(box, "tensorflow"), read_registry_data, timeout=300.0)
-        write_json_atomic(path, data)
-    _REGISTRY = Registry(data)
+        if path is not None:
+            write_cache_json(path, data)
+    try:
+        _REGISTRY = Registry(data)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        if not from_disk:
+            raise
+        warn_once(str(path), f"registry cache {path} is damaged ({type(exc).__name__}: {exc}); rebuilding it")
+        return get_registry(where, refresh=True)
     return _REGISTRY
 
 
