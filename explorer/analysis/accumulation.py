@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.formats import Format, resolve
+from explorer.formats import NUMPY_NATIVE_FORMATS, Format, resolve
 
 #: Accumulators compared: the format itself, float32, float64.
 ACCUMULATORS: tuple[str, ...] = ("format", "float32", "float64")
@@ -31,7 +31,7 @@ ACCUMULATORS: tuple[str, ...] = ("format", "float32", "float64")
 DISTRIBUTIONS: tuple[str, ...] = ("uniform", "normal", "ones")
 METHODS: tuple[str, ...] = ("sequential", "pairwise")
 #: accumulators whose ``np.add`` loop rounds each sum once from float32 or wider
-_UFUNC_ACCUMULATORS = ("float64", "float32", "float16", "bfloat16")
+_UFUNC_ACCUMULATORS = (*NUMPY_NATIVE_FORMATS, "bfloat16")
 
 
 def _accumulator_format(accumulator: Any, fmt: Format) -> Format:

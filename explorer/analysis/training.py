@@ -60,6 +60,7 @@ module lock and restore both in ``finally``.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -84,6 +85,16 @@ SCENARIOS: tuple[str, ...] = ("default", "underflow")
 UNDERFLOW_LOSS_MULTIPLIER = 2.0**-18
 #: epochs when none are given (the benchmark's six MLP runs use this)
 DEFAULT_EPOCHS = 10
+#: most epochs one run may ask for (one MLP epoch on the digits takes about a second)
+MAX_EPOCHS = 1000
+#: largest batch size (the digits have 1437 training samples)
+MAX_BATCH_SIZE = 65536
+#: largest seed (model initialisers use ``seed + 2``; NumPy seeds must stay below 2**32)
+MAX_SEED = 2**31 - 1
+#: largest starting loss scale: the float32 maximum, where the scale is kept
+MAX_INITIAL_SCALE = float(np.finfo(np.float32).max)
+#: most histogram steps one run may take
+MAX_HISTOGRAM_STEPS = 1000
 
 
 @dataclass(frozen=True)
@@ -178,25 +189,88 @@ class TrainingConfig:
     #: deliver a ``StepRecord`` for every step (epoch records are always delivered)
     record_steps: bool = True
 
+    def __post_init__(self) -> None:
+        """Check every field's type and range at construction (TypeError/ValueError naming it).
+
+        Integers must be ``int`` (NumPy integers are converted; ``bool`` is refused),
+        numbers finite; names are checked against :data:`POLICY_NAMES` (aliases work),
+        :data:`MODELS` and :data:`SCENARIOS`.
+        """
+        policy_spec(self.policy)
+        _check_name("model", self.model, MODELS)
+        _check_name("scenario", self.scenario, SCENARIOS)
+        if self.epochs is not None:
+            self._set("epochs", _check_int("epochs", self.epochs, 1, MAX_EPOCHS, "a positive integer"))
+        self._set(
+            "batch_size", _check_int("batch_size", self.batch_size, 1, MAX_BATCH_SIZE, "a positive integer")
+        )
+        if self.learning_rate is not None:
+            self._set("learning_rate", _check_positive("learning_rate", self.learning_rate, math.inf))
+        self._set("seed", _check_int("seed", self.seed, 0, MAX_SEED, "an integer"))
+        self._set("initial_scale", _check_positive("initial_scale", self.initial_scale, MAX_INITIAL_SCALE))
+        self._set(
+            "dynamic_growth_steps",
+            _check_int("dynamic_growth_steps", self.dynamic_growth_steps, 1, 10**9, "a positive integer"),
+        )
+        steps = self.histogram_steps
+        if not isinstance(steps, tuple | list) or len(steps) > MAX_HISTOGRAM_STEPS:
+            raise TypeError(
+                f"histogram_steps must be a tuple of at most {MAX_HISTOGRAM_STEPS} integers, got {steps!r}"
+            )
+        bound = MAX_EPOCHS * 10**6
+        self._set("histogram_steps", tuple(_check_int("histogram_steps", v, -bound, bound) for v in steps))
+        if self.max_train_samples is not None:
+            self._set(
+                "max_train_samples",
+                _check_int("max_train_samples", self.max_train_samples, 1, 10**9, "a positive integer"),
+            )
+            if self.max_train_samples < self.batch_size:
+                raise ValueError(f"max_train_samples must be at least batch_size ({self.batch_size})")
+        if not isinstance(self.record_steps, bool | np.bool_):
+            raise TypeError(f"record_steps must be True or False, got {self.record_steps!r}")
+        self._set("record_steps", bool(self.record_steps))
+
+    def _set(self, name: str, value: Any) -> None:
+        """Store a checked (normalised) value in this frozen instance."""
+        object.__setattr__(self, name, value)
+
     def validated(self) -> TrainingConfig:
-        """This config with the policy name canonical and every field checked."""
+        """This config with the policy name canonical and the default epochs filled in.
+
+        (The fields are checked at construction, see :meth:`__post_init__`.)
+        """
         spec = policy_spec(self.policy)
-        if self.model not in MODELS:
-            raise ValueError(f"unknown model {self.model!r}; valid models: {', '.join(MODELS)}")
-        if self.scenario not in SCENARIOS:
-            raise ValueError(f"unknown scenario {self.scenario!r}; valid scenarios: {', '.join(SCENARIOS)}")
         epochs = DEFAULT_EPOCHS if self.epochs is None else self.epochs
-        if not isinstance(epochs, int) or epochs < 1:
-            raise ValueError(f"epochs must be a positive integer, got {self.epochs!r}")
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if self.learning_rate is not None and not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be positive, got {self.learning_rate!r}")
-        if self.max_train_samples is not None and self.max_train_samples < self.batch_size:
-            raise ValueError(f"max_train_samples must be at least batch_size ({self.batch_size})")
-        if not self.initial_scale > 0 or self.dynamic_growth_steps < 1:
-            raise ValueError("initial_scale must be positive and dynamic_growth_steps >= 1")
         return replace(self, policy=spec.name, epochs=epochs)
+
+
+def _check_name(field_name: str, value: Any, valid: Sequence[str]) -> None:
+    """ValueError (TypeError for a non-string) unless ``value`` is one of ``valid``."""
+    plural = f"{field_name}s"
+    if not isinstance(value, str):
+        raise TypeError(f"{field_name} must be a string; valid {plural}: {', '.join(valid)}")
+    if value not in valid:
+        raise ValueError(f"unknown {field_name} {value!r}; valid {plural}: {', '.join(valid)}")
+
+
+def _check_int(field_name: str, value: Any, lo: int, hi: int, what: str = "an integer") -> int:
+    """``value`` as an ``int`` from ``lo`` to ``hi``; TypeError for a non-integer (or a bool)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{field_name} must be {what}, got {value!r} ({type(value).__name__})")
+    if not lo <= value <= hi:
+        raise ValueError(f"{field_name} must be {what} from {lo} to {hi}, got {value!r}")
+    return int(value)
+
+
+def _check_positive(field_name: str, value: Any, hi: float) -> float:
+    """``value`` as a finite ``float`` in (0, ``hi``]; TypeError for a non-number (or a bool)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{field_name} must be a number, got {value!r} ({type(value).__name__})")
+    number = float(value)
+    if not (math.isfinite(number) and 0 < number <= hi):
+        limit = "" if math.isinf(hi) else f" and at most {hi:g}"
+        raise ValueError(f"{field_name} must be a finite number greater than 0{limit}, got {value!r}")
+    return number
 
 
 @dataclass
@@ -871,3 +945,10 @@ def start_training(
     state there (or schedule a redraw), not block.
     """
     return TrainingJob(policies, callback, config_fields)
+
+
+#: the emulated fp8 run (:func:`explorer.analysis.fp8_training.train_fp8`: E4M3 forward, E5M2
+#: gradients, per-tensor delayed scaling), offered next to Keras' policies
+FP8_POLICY = "fp8_emulated"
+#: every policy a comparison can train: Keras' six (:data:`POLICY_NAMES`), then the emulated fp8 run
+ALL_POLICY_NAMES: tuple[str, ...] = (*POLICY_NAMES, FP8_POLICY)

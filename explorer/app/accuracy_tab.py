@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from explorer.app import adapters, engines
 from explorer.app.render import table_html
 from explorer.app.sweeps import cached_sweep, elementwise_op, sweep_backends
 from explorer.app.tab import Tab
@@ -28,9 +27,11 @@ class AccuracyTab(Tab):
             self.dirty = True
 
     def render(self) -> None:
-        accumulation = engines.module("analysis.accumulation")
+        from explorer.analysis.accumulation import summation_study
+        from explorer.plots.accuracy import accuracy_figure
+
         dtype = self.state.dtype
-        study = self.ctx.cache.get(("summation", dtype), lambda: accumulation.summation_study(dtype))
+        study = self.ctx.cache.get(("summation", dtype), lambda: summation_study(dtype))
         op = elementwise_op(self.state.op)
         parts: list[str] = []
         note = ""
@@ -42,11 +43,12 @@ class AccuracyTab(Tab):
                 "(exp, log, tanh, add, mul, …); the accumulation study below is for any op."
             )
         else:
-            accuracy = engines.module("analysis.accuracy")
+            from explorer.analysis.accuracy import accuracy_from_sweep
+
             backends, note = sweep_backends(self.ctx)
             sweep = cached_sweep(self.ctx, op.name, dtype, backends)
             result = self.ctx.cache.get(
-                ("accuracy", op.name, dtype, backends), lambda: accuracy.accuracy_from_sweep(sweep)
+                ("accuracy", op.name, dtype, backends), lambda: accuracy_from_sweep(sweep)
             )
             disagreements = result.disagreements(limit=30)
             parts += [
@@ -56,7 +58,7 @@ class AccuracyTab(Tab):
                 table_html(disagreements) if disagreements else "<p>none: every backend that ran agrees.</p>",
             ]
         key = ("accuracy", op.name if op else None, dtype, backends)
-        self.show_cached_figure(key, lambda: self._draw(result, study), "accuracy")
+        self.show_cached_figure(key, lambda: accuracy_figure(result, study), "accuracy")
         parts += [
             f"<h4>Summing {study.n:,} {study.distribution} terms in {dtype}</h4>",
             table_html(
@@ -77,16 +79,3 @@ class AccuracyTab(Tab):
         self.show_html("".join(parts))
         if note:
             self.show_message(note, "info")
-
-    def _draw(self, result: Any, study: Any) -> Any:
-        from matplotlib.figure import Figure
-
-        plots = engines.module("plots.accumulation")
-        fig = Figure(figsize=(10.0, 4.0))
-        if result is None:
-            (sum_ax,) = adapters.stacked_axes(fig, [2.6], top=0.4)
-        else:
-            ulp_ax, sum_ax = adapters.stacked_axes(fig, [2.4, 2.6], gap=1.6, top=0.4)
-            engines.module("plots.accuracy").plot_ulp_error(result, ulp_ax, max_points=6000)
-        plots.plot_running_sum(study, sum_ax)
-        return fig

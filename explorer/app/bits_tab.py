@@ -7,9 +7,9 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from explorer.app import engines
 from explorer.app.render import table_html
 from explorer.app.tab import Tab
+from explorer.formats import resolve
 
 
 class BitsTab(Tab):
@@ -52,10 +52,12 @@ class BitsTab(Tab):
             self.show_message(str(exc), "warning")
 
     def render(self) -> None:
-        bits = engines.module("analysis.bits")
+        from explorer.analysis.bits import inspect_value, value_table
+        from explorer.plots.bits import plot_bit_fields
+
         value = self.state.value
-        infos = [bits.inspect_value(value, d) for d in self.state.dtypes]
-        self.show_figure(self._figure_for(infos), "bit fields")
+        infos = [inspect_value(value, d) for d in self.state.dtypes]
+        self.show_figure(plot_bit_fields(infos), "bit fields")
         rows = [
             {
                 "format": i.format,
@@ -75,7 +77,7 @@ class BitsTab(Tab):
         parts = [f"<h4>{html.escape(value)} in each format</h4>", table_html(rows)]
         small = [d for d in self.state.dtypes if _bits_of(d) <= 8]
         if small:
-            table = bits.value_table(small[0])
+            table = value_table(small[0])
             parts += [
                 f"<h4>Every value of {html.escape(small[0])} ({len(table)} code points)</h4>",
                 table_html(table, max_rows=256),
@@ -83,12 +85,6 @@ class BitsTab(Tab):
         self.show_html("".join(parts))
         self.clear_message()
 
-    def _figure_for(self, infos: list[Any]) -> Any:
-        plots = engines.module("plots.bits")
-        return plots.plot_bit_fields(infos)
-
 
 def _bits_of(dtype: str) -> int:
-    from explorer.formats import resolve
-
     return resolve(dtype).bits

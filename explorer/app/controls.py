@@ -10,7 +10,9 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from explorer.app.state import BACKEND_CHOICES, MODE_CHOICES, AppState
+from explorer.analysis.availability import AVAILABILITY_MODES
+from explorer.app.state import AppState
+from explorer.backends import BACKEND_NAMES, DEVICE_TYPES
 from explorer.formats import FORMAT_NAMES
 from explorer.ops import catalog
 
@@ -51,11 +53,14 @@ class Controls:
         )
         self.dtypes.add_class("px-dtypes")
         self.device = widgets.ToggleButtons(
-            options=["CPU", "GPU"], value=state.device, description="Device", style={"button_width": "60px"}
+            options=list(DEVICE_TYPES),
+            value=state.device,
+            description="Device",
+            style={"button_width": "60px"},
         )
         self.device.add_class("px-device")
         self.backends = widgets.SelectMultiple(
-            options=list(BACKEND_CHOICES),
+            options=list(BACKEND_NAMES),
             value=state.backends,
             description="Backends",
             rows=4,
@@ -63,7 +68,7 @@ class Controls:
         )
         self.backends.add_class("px-backends")
         self.mode = widgets.Dropdown(
-            options=list(MODE_CHOICES), value=state.mode, description="Mode", layout=lay(width="200px")
+            options=list(AVAILABILITY_MODES), value=state.mode, description="Mode", layout=lay(width="200px")
         )
         self.mode.add_class("px-mode")
         self.message = widgets.HTML(value="").add_class("px-controls-message")

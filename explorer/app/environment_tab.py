@@ -6,7 +6,7 @@ import html
 from importlib import metadata
 
 from explorer.app.render import message_html, table_html
-from explorer.app.tab import NotAvailableYet, Tab
+from explorer.app.tab import Tab
 
 #: Distributions whose versions the tab lists.
 PACKAGES: tuple[str, ...] = (
@@ -53,11 +53,7 @@ class EnvironmentTab(Tab):
         self.dirty = True
 
     def render(self) -> None:
-        parts = [self._system_html(), self._backends_html()]
-        try:
-            parts.append(self._registry_html())
-        except NotAvailableYet as exc:
-            parts.append(message_html(str(exc), "info"))
+        parts = [self._system_html(), self._backends_html(), self._registry_html()]
         self.show_html("".join(parts))
         self.clear_message()
 
@@ -107,12 +103,17 @@ class EnvironmentTab(Tab):
             return message_html(
                 "The TensorFlow kernel registry is read once TensorFlow has loaded.", "loading"
             )
-        from explorer.app.adapters import kernel_counts_figure, registry_device_summary
+        from explorer.analysis.registry import get_registry
+        from explorer.analysis.registry_summary import device_summary, op_declared, registry_dtypes
+        from explorer.plots.registry import plot_kernel_counts
 
-        summary, per_op = registry_device_summary(self.ctx, self.state.op, self.state.dtypes)
+        reg = self.ctx.cache.get(("registry",), get_registry)
+        op, tf_dtypes = self.state.op, tuple(registry_dtypes(reg, self.state.dtypes))
+        summary = self.ctx.cache.get(("registry-summary", tf_dtypes), lambda: device_summary(reg, tf_dtypes))
+        per_op = self.ctx.cache.get(("registry-op", op, tf_dtypes), lambda: op_declared(reg, op, tf_dtypes))
         self.show_cached_figure(
             ("counts", tuple(summary["dtype"])),
-            lambda: kernel_counts_figure(summary),
+            lambda: plot_kernel_counts(summary),
             "kernels per device type",
         )
         intro = (

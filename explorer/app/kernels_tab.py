@@ -17,11 +17,12 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from explorer.app import adapters, engines
 from explorer.app.jobs import Job, JobContext
 from explorer.app.render import message_html, table_html
 from explorer.app.tab import NotAvailableYet, Tab
+from explorer.backends import MODES
 from explorer.ops import catalog
+from explorer.plots.availability import STATUS_COLORS, kernel_heatmap, kernel_panels, styled_table
 from explorer.textsafety import strip_control
 
 #: Columns of the details table.
@@ -98,8 +99,9 @@ class KernelsTab(Tab):
 
     def registry(self) -> Any:
         """TensorFlow's kernel registry (read once per process; disk-cached)."""
-        registry = engines.module("analysis.registry")
-        return self.ctx.cache.get(("registry",), lambda: registry.get_registry())
+        from explorer.analysis.registry import get_registry
+
+        return self.ctx.cache.get(("registry",), get_registry)
 
     def on_tensorflow_loaded(self, app: Any) -> None:
         reg = self.registry()
@@ -118,7 +120,8 @@ class KernelsTab(Tab):
         return [name for name, o in catalog().items() if o.group == entry.group]
 
     def _targets(self, ops: list[str]) -> list[Any]:
-        availability = engines.module("analysis.availability")
+        from explorer.analysis import availability
+
         return self.ctx.cache.get(
             ("targets", tuple(ops)), lambda: availability.resolve_targets(ops, self.registry())
         )
@@ -127,7 +130,8 @@ class KernelsTab(Tab):
         """Registry rows (mode ``registry``) for ``ops`` × TensorFlow's dtypes among ``dtypes``."""
         import pandas as pd
 
-        availability = engines.module("analysis.availability")
+        from explorer.analysis import availability
+
         reg = self.registry()
         tf_dtypes = [d for d in dtypes if d in reg.float_dtypes]
         key = ("declared", tuple(ops), tuple(tf_dtypes), self.state.device)
@@ -140,24 +144,15 @@ class KernelsTab(Tab):
 
     def probes(self, ops: list[str], dtypes: tuple[str, ...], mode: str) -> list[Any]:
         """The probes (backend × catalog op × dtype × device × mode) the selection shows."""
-        from explorer.analysis.probe import Probe
-        from explorer.backends import get_backend
+        from explorer.analysis.availability import probes_for
 
-        cat = catalog()
-        return [
-            Probe(b, op, d, self.state.device, mode)
-            for b in self.state.backends
-            for op in ops
-            if op in cat
-            for d in dtypes
-            if mode in get_backend(b).modes
-        ]
+        return probes_for(ops, dtypes, self.state.backends, [self.state.device], [mode])
 
     def cached_probe_keys(self) -> set[str]:
         """Keys of the probes with a valid record for this environment in the probe store
         (read again only when the store changed: its files' size and mtime are the stamp)."""
-        envcache = engines.module("analysis.envcache")
-        probe_cache = engines.module("analysis.probe_cache")
+        from explorer.analysis import envcache, probe_cache
+
         env_key = self.ctx.cache.get(("probe-env-key",), lambda: envcache.environment_key())
 
         def read() -> frozenset[str]:
@@ -168,7 +163,8 @@ class KernelsTab(Tab):
 
     def probed_frame(self, ops: list[str], dtypes: tuple[str, ...], mode: str) -> tuple[Any, int]:
         """Probed rows from the cache only (never runs anything); and how many cells are missing."""
-        availability = engines.module("analysis.availability")
+        from explorer.analysis import availability
+
         probes = self.probes(ops, dtypes, mode)
         have = self.cached_probe_keys()
         incomplete = {p.op for p in probes if p.key not in have}
@@ -231,12 +227,6 @@ class KernelsTab(Tab):
             return
         self._render_rows(frame, source="probed", note=note)
 
-    def _panels(self, rows: Any) -> list[tuple[str, str, str]]:
-        """(backend, device, mode) panels present in ``rows``, in a stable order."""
-        seen = list(dict.fromkeys(zip(rows["backend"], rows["device"], rows["mode"], strict=True)))
-        order = {"CPU": 0, "XLA_CPU_JIT": 1, "GPU": 2, "XLA_GPU_JIT": 3}
-        return sorted(seen, key=lambda p: (p[0] != "tensorflow", p[0], order.get(p[1], 9), p[2]))
-
     def _render_rows(self, rows: Any, source: str, note: str = "") -> None:
         if rows is None or len(rows) == 0:
             self.clear_figure()
@@ -245,7 +235,7 @@ class KernelsTab(Tab):
                 note + f"No {source} rows for {self.state.op} in {', '.join(self.state.dtypes)}.", "info"
             )
             return
-        panels = self._panels(rows)
+        panels = kernel_panels(rows)
         ops = list(dict.fromkeys(rows["op"]))
         key = (
             source,
@@ -256,49 +246,15 @@ class KernelsTab(Tab):
             self.state.op,
             _frame_stamp(rows),
         )
-        self.show_cached_figure(key, lambda: self._draw(rows, panels, ops), "kernel availability")
+        self.show_cached_figure(
+            key, lambda: kernel_heatmap(rows, panels, highlight=self.state.op), "kernel availability"
+        )
         self.show_html(self.ctx.cache.get(("kernels-details", key), lambda: self._details_html(rows, source)))
         what = {
             "registry": "declared by TensorFlow's kernel registry (device types as the registry names them)",
             "probed": "probed by running each op in a sandboxed worker (cached on disk)",
         }.get(source, source)
         self.show_message(f"{note}Showing {len(ops)} ops × {len(self.state.dtypes)} dtypes, {what}.", "info")
-
-    def _draw(self, rows: Any, panels: list[tuple[str, str, str]], ops: list[str]) -> Any:
-        """One heatmap (plots.availability.heatmap) whose columns are panel × dtype: one Axes, one image."""
-        import pandas as pd
-        from matplotlib.figure import Figure
-
-        dtypes = list(dict.fromkeys(rows["dtype"]))
-        backends = {p[0] for p in panels}
-        parts = []
-        for backend, device, mode in panels:
-            sub = rows[
-                (rows["backend"] == backend) & (rows["device"] == device) & (rows["mode"] == mode)
-            ].copy()
-            where = device if mode == "registry" else f"{device} {mode}"
-            label = where if len(backends) == 1 else f"{backend}\n{where}"
-            sub["dtype"] = pd.Categorical(sub["dtype"], categories=dtypes, ordered=True)
-            sub = sub.sort_values("dtype", kind="stable")
-            sub["dtype"] = sub["dtype"].astype(str) + "\n" + label
-            parts.append(sub.assign(backend="all", device="all", mode="all"))
-        combo = pd.concat(parts, ignore_index=True)
-        n_cols = len(dict.fromkeys(combo["dtype"]))
-        width, height = 1.6 + 0.62 * n_cols, 1.9 + 0.2 * len(ops)
-        fig = Figure(figsize=(max(width, 4.0), height))
-        ax = fig.add_axes(
-            (1.4 / max(width, 4.0), 1.35 / height, 0.62 * n_cols / max(width, 4.0), (0.2 * len(ops)) / height)
-        )
-        adapters.status_heatmap_axes(combo, ax)
-        for boundary in range(len(dtypes), n_cols, len(dtypes)):
-            ax.axvline(boundary - 0.5, color="black", linewidth=1.5)
-        source = "declared (registry)" if all(p[2] == "registry" for p in panels) else "probed"
-        ax.set_title(f"{', '.join(sorted(backends))} · {source}", fontsize=8)
-        for tick_label in ax.get_yticklabels():
-            if tick_label.get_text() == self.state.op:
-                tick_label.set_fontweight("bold")
-                tick_label.set_color("#c00")
-        return fig
 
     def _details_html(self, rows: Any, source: str) -> str:
         op = self.state.op
@@ -338,10 +294,9 @@ class KernelsTab(Tab):
                     "<pre style='white-space:pre-wrap;font-size:85%'>"
                     f"{html.escape(str(r['error']))}</pre></details>"
                 )
-        plots = engines.module("plots.availability")
-        for backend, device, mode in self._panels(rows)[:4]:
+        for backend, device, mode in kernel_panels(rows)[:4]:
             try:
-                table = plots.styled_table(rows, backend, device, mode).to_html()
+                table = styled_table(rows, backend, device, mode).to_html()
             except ValueError:
                 continue
             parts.append(
@@ -374,7 +329,7 @@ class KernelsTab(Tab):
                 f"{self.state.op} is a raw TensorFlow op without a catalog entry: it has registry rows "
                 "only, nothing to probe"
             )
-        modes = ["eager", "xla"] if self.state.mode == "registry" else [self.state.mode]
+        modes = list(MODES) if self.state.mode == "registry" else [self.state.mode]
         selection = (list(self.state.dtypes), list(self.state.backends), [self.state.device], modes)
         self.job = Job("probing", lambda ctx: self._probe(ctx, ops, *selection))
         self.panel.attach(self.job)
@@ -394,7 +349,8 @@ class KernelsTab(Tab):
         devices: list[str],
         modes: list[str],
     ) -> int:
-        availability = engines.module("analysis.availability")
+        from explorer.analysis import availability
+
         reg = self.registry()
         done = 0
         for i, op in enumerate(ops):
@@ -429,9 +385,8 @@ class KernelsTab(Tab):
         machine's environment (``precision-explorer kernels --load`` and the app read it)."""
         import pandas as pd
 
-        availability = engines.module("analysis.availability")
-        envcache = engines.module("analysis.envcache")
-        snapshot = engines.module("analysis.snapshot")
+        from explorer.analysis import availability, envcache, snapshot
+
         ops, dtypes = self.shown_ops(), self.state.dtypes
         frames = [self.declared_frame(ops, dtypes)]
         for mode in ("eager", "xla"):
@@ -529,13 +484,13 @@ class KernelsTab(Tab):
 def _environment_summary(env: dict[str, Any]) -> str:
     """``"tensorflow 2.21.0, numpy 2.4.6; devices CPU:0, GPU:0"`` from a snapshot's environment
     (plain text: the caller escapes it)."""
-    versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
-    named = [f"{k} {v}" for k, v in versions.items() if v is not None]
+    versions = env.get("versions")
+    named = [f"{k} {v}" for k, v in versions.items() if v is not None] if isinstance(versions, dict) else []
     if not named and env.get("tf_version"):
         named = [f"tensorflow {env['tf_version']}"]
-    devices = env.get("devices") if isinstance(env.get("devices"), dict) else {}
-    names = devices.get("tensorflow") if isinstance(devices.get("tensorflow"), list) else []
-    where = ", ".join(str(d).removeprefix("/device:") for d in names[:8])
+    devices = env.get("devices")
+    names = devices.get("tensorflow") if isinstance(devices, dict) else None
+    where = ", ".join(str(d).removeprefix("/device:") for d in names[:8]) if isinstance(names, list) else ""
     text = ", ".join(named[:6]) or "versions not recorded"
     return strip_control(text + (f"; devices {where}" if where else ""))[:400]
 
@@ -550,10 +505,6 @@ def _frame_stamp(rows: Any) -> tuple[int, int]:
 
 
 def _status_key_html() -> str:
-    try:
-        from explorer.plots.availability import STATUS_COLORS
-    except ImportError:
-        return ""
     items = "".join(
         f"<span style='display:inline-block;width:12px;height:12px;background:{c};margin:0 4px 0 10px;"
         f"vertical-align:middle;border:1px solid #999'></span>{s}"

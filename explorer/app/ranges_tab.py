@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from explorer.app import adapters, engines
 from explorer.app.render import message_html, table_html
 from explorer.app.sweeps import cached_sweep, elementwise_op, sweep_backends
 from explorer.app.tab import Tab
@@ -28,14 +27,14 @@ class RangesTab(Tab):
             self.dirty = True
 
     def render(self) -> None:
-        ranges = engines.module("analysis.ranges")
+        from explorer.analysis import ranges
+        from explorer.plots.ranges import ranges_figure
+
         state = self.state
         lines = self.ctx.cache.get(("lines", state.dtypes), lambda: ranges.number_lines(list(state.dtypes)))
         op = elementwise_op(state.op)
         if op is None:
-            self.show_cached_figure(
-                ("lines", state.dtypes), lambda: self._draw(lines, None, None), "number lines"
-            )
+            self.show_cached_figure(("lines", state.dtypes), lambda: ranges_figure(lines), "number lines")
             self.show_html("")
             self.show_message(
                 f"{state.op} is not an elementwise op, so only the formats' number lines are shown; "
@@ -57,13 +56,13 @@ class RangesTab(Tab):
             )
             self.show_cached_figure(
                 ("unary", state.dtypes, op.name, backends),
-                lambda: self._draw(lines, regions, title),
+                lambda: ranges_figure(lines, regions, title),
                 "ranges",
             )
             self.show_html(
                 self.ctx.cache.get(
                     ("thresholds-html", op.name, dtype, backends),
-                    lambda: self._thresholds_html(regions, ranges),
+                    lambda: self._thresholds_html(regions),
                 )
             )
         else:
@@ -77,7 +76,7 @@ class RangesTab(Tab):
                 ("bmap", op.name, dtype, first), lambda: ranges.binary_map(op.name, dtype, first, 129)
             )
             self.show_cached_figure(
-                ("binary", state.dtypes, op.name, first), lambda: self._draw(lines, bmap, ""), "ranges"
+                ("binary", state.dtypes, op.name, first), lambda: ranges_figure(lines, bmap), "ranges"
             )
             self.show_html(table_html([{"backend": first, **bmap.counts()}]))
         if note:
@@ -85,29 +84,9 @@ class RangesTab(Tab):
         else:
             self.clear_message()
 
-    def _draw(self, lines: list[Any], detail: Any, title: str | None) -> Any:
-        """plots.ranges on fixed-layout axes (no layout engine: one draw per render)."""
-        from matplotlib.figure import Figure
+    def _thresholds_html(self, regions: dict[str, Any]) -> str:
+        from explorer.analysis.ranges import region_disagreements
 
-        plots = engines.module("plots.ranges")
-        fig = Figure(figsize=(10.0, 4.0))
-        lines_height = 0.32 * len(lines) + 0.2
-        if detail is None:
-            plots.plot_number_lines(lines, adapters.stacked_axes(fig, [lines_height], top=0.5)[0])
-            return fig
-        if isinstance(detail, dict):
-            lines_ax, ax = adapters.stacked_axes(
-                fig, [lines_height, 0.45 * len(detail) + 0.4], gap=1.5, top=0.5, bottom=0.8
-            )
-            plots.plot_regions(detail, ax)
-            ax.set_title(title, fontsize=9, pad=22)
-        else:
-            lines_ax, ax = adapters.stacked_axes(fig, [lines_height, 3.2], gap=1.2, top=0.5, right=1.6)
-            plots.plot_binary_map(detail, ax)
-        plots.plot_number_lines(lines, lines_ax)
-        return fig
-
-    def _thresholds_html(self, regions: dict[str, Any], ranges: Any) -> str:
         rows = []
         for name, reg in regions.items():
             if not reg.ran:
@@ -136,7 +115,7 @@ class RangesTab(Tab):
                         "inputs": entry.get("count"),
                     }
                 )
-        disagreements = ranges.region_disagreements(regions)
+        disagreements = region_disagreements(regions)
         text = (
             f"<h4>Thresholds (inputs where each kind starts and ends)</h4>{table_html(rows)}"
             + message_html(

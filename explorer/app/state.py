@@ -19,17 +19,12 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from explorer.analysis.training import POLICY_NAMES
-from explorer.backends.base import DEVICE_TYPES
+from explorer.analysis.availability import AVAILABILITY_MODES
+from explorer.analysis.training import ALL_POLICY_NAMES
+from explorer.backends import BACKEND_NAMES, DEVICE_TYPES
 from explorer.formats import FORMAT_NAMES, resolve
 from explorer.ops import catalog, get_op
 
-#: Names of the backends a user may pick (same order as ``explorer.backends``).
-BACKEND_CHOICES: tuple[str, ...] = ("tensorflow", "numpy", "emulated", "torch")
-#: ``registry``: what TensorFlow's kernel registry declares; ``eager``/``xla``: probed runs.
-MODE_CHOICES: tuple[str, ...] = ("registry", "eager", "xla")
-#: Training policies: Keras' six, then the emulated fp8 run.
-POLICY_CHOICES: tuple[str, ...] = (*POLICY_NAMES, "fp8_emulated")
 #: The fields of the selection, in display order.
 FIELDS: tuple[str, ...] = ("op", "dtypes", "device", "backends", "mode", "value", "policies")
 
@@ -50,7 +45,7 @@ class AppState:
         self._lock = threading.RLock()
         self._observers: list[tuple[Observer, frozenset[str] | None]] = []
         self._raw_op_checker: Callable[[str], bool] | None = None
-        self._policy_choices: tuple[str, ...] = POLICY_CHOICES
+        self._policy_choices: tuple[str, ...] = ALL_POLICY_NAMES
         self._values: dict[str, Any] = {
             "op": "range",
             "dtypes": ("float16", "bfloat16"),
@@ -182,15 +177,15 @@ class AppState:
     def _clean_backends(self, value: Any) -> tuple[str, ...]:
         items = [value] if isinstance(value, str) else list(value)
         if not items:
-            raise ValueError(f"select at least one backend; valid backends: {', '.join(BACKEND_CHOICES)}")
+            raise ValueError(f"select at least one backend; valid backends: {', '.join(BACKEND_NAMES)}")
         for item in items:
-            if item not in BACKEND_CHOICES:
-                _bad("backend", item, BACKEND_CHOICES)
-        return tuple(b for b in BACKEND_CHOICES if b in items)
+            if item not in BACKEND_NAMES:
+                _bad("backend", item, BACKEND_NAMES)
+        return tuple(b for b in BACKEND_NAMES if b in items)
 
     def _clean_mode(self, value: Any) -> str:
-        if value not in MODE_CHOICES:
-            _bad("mode", value, MODE_CHOICES)
+        if value not in AVAILABILITY_MODES:
+            _bad("mode", value, AVAILABILITY_MODES)
         return str(value)
 
     def _clean_value(self, value: Any) -> str:

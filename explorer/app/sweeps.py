@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from explorer.app import engines
 from explorer.app.context import AppContext
 from explorer.app.tab import NotAvailableYet
 from explorer.ops import catalog
@@ -32,14 +31,15 @@ def elementwise_op(op: str) -> Any:
 
 def cached_sweep(ctx: AppContext, op: str, dtype: str, backends: tuple[str, ...]) -> Any:
     """``ranges.sweep`` (unary) or ``ranges.binary_sweep`` (binary), cached per selection."""
-    ranges = engines.module("analysis.ranges")
+    from explorer.analysis.ranges import binary_sweep, sweep
+
     entry = elementwise_op(op)
     if entry is None:
         raise ValueError(f"{op} is not an elementwise op")
 
     def compute() -> Any:
         if entry.arity == 1:
-            return ranges.sweep(op, dtype, backends)
-        return ranges.binary_sweep(op, dtype, backends, 129)
+            return sweep(op, dtype, backends)
+        return binary_sweep(op, dtype, backends, 129)
 
     return ctx.cache.get(("sweep", op, dtype, backends), compute)

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 class NotAvailableYet(Exception):
-    """An engine module this tab needs is not there (yet); shown as a calm message."""
+    """Something the selection cannot show (yet), e.g. a raw op with nothing to probe: shown as a
+    calm message, not an error."""
 
 
 class Tab:

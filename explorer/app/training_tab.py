@@ -9,13 +9,11 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from explorer.app import engines
+from explorer.analysis.training import FP8_POLICY, POLICIES, run_policies
 from explorer.app.jobs import Job, JobContext
 from explorer.app.render import message_html, table_html
 from explorer.app.tab import Tab
 
-#: The emulated fp8 run (NumPy + ml_dtypes; E4M3 forward, E5M2 gradients, delayed scaling).
-FP8_POLICY = "fp8_emulated"
 #: Seconds between two live redraws while training.
 REDRAW_INTERVAL = 1.5
 
@@ -47,10 +45,8 @@ class TrainingTab(Tab):
     )
 
     def build(self) -> None:
-        from explorer.app.state import POLICY_CHOICES
-
         self.policies = widgets.SelectMultiple(
-            options=list(POLICY_CHOICES),
+            options=list(self.state.policy_choices),
             value=self.state.policies,
             description="Policies",
             rows=7,
@@ -104,15 +100,6 @@ class TrainingTab(Tab):
         if tuple(self.policies.value) != self.state.policies:
             self.policies.value = self.state.policies
 
-    def use_engine_policies(self) -> None:
-        """Offer the training module's own policy list (plus the emulated fp8 run)."""
-        training = engines.module("analysis.training")
-        names = (*training.POLICY_NAMES, FP8_POLICY)
-        if names != self.state.policy_choices:
-            self.state.set_policy_choices(names)
-            self.policies.options = list(names)
-            self.policies.value = self.state.policies
-
     # ------------------------------------------------------------------ training
 
     def start(self, wait: bool = False) -> Job:
@@ -152,8 +139,7 @@ class TrainingTab(Tab):
         if keras_policies:
             self.ctx.tf_loader.start()
             self.ctx.tf_loader.wait()
-            training = engines.module("analysis.training")
-            results += training.run_policies(
+            results += run_policies(
                 keras_policies,
                 callback=self._record,
                 cancel=ctx.cancel_event,
@@ -163,9 +149,10 @@ class TrainingTab(Tab):
                 **config,
             )
         if FP8_POLICY in policies and not ctx.cancelled:
-            fp8 = engines.module("analysis.fp8_training")
+            from explorer.analysis.fp8_training import train_fp8
+
             share = len(keras_policies) / len(policies)
-            result = fp8.train_fp8(
+            result = train_fp8(
                 scaling="delayed",
                 epochs=config["epochs"],
                 callback=self._record_fp8,
@@ -215,8 +202,8 @@ class TrainingTab(Tab):
     # ------------------------------------------------------------------ drawing
 
     def render(self) -> None:
-        plots = engines.module("plots.training")
-        self.use_engine_policies()
+        from explorer.plots.training import live_training_figure
+
         with self._runs_lock:
             runs = [
                 LiveRun(r.policy, list(r.epochs), list(r.steps), list(r.histograms))
@@ -231,34 +218,7 @@ class TrainingTab(Tab):
             )
             self.show_html(self._policy_table())
             return
-        import warnings
-
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=(11.0, 9.5), layout="constrained")
-        axes = fig.subplots(3, 2)
-        with warnings.catch_warnings():
-            # a legend with no line yet (first epoch still running) is expected while training
-            warnings.filterwarnings("ignore", "No artists with labels", UserWarning)
-            with_epochs = [r for r in runs if r.epochs]
-            for ax, metric in ((axes[0, 0], "loss"), (axes[0, 1], "val_accuracy")):
-                if with_epochs:
-                    plots.plot_curves(with_epochs, metric, ax)
-                else:
-                    _placeholder(ax, f"{metric.replace('_', ' ')}: after the first epoch")
-            keras_runs = [r for r in runs if r.policy != FP8_POLICY]
-            plots.plot_loss_scale(keras_runs, axes[1, 0])
-            plots.plot_grad_zero_fraction([r for r in runs if r.steps], axes[1, 1])
-            hists = [h for r in runs for h in r.histograms[-1:]]
-            grid = axes[2, 0].get_gridspec()
-            axes[2, 0].remove()
-            axes[2, 1].remove()
-            hist_ax = fig.add_subplot(grid[2, :])
-            if hists:
-                plots.plot_gradient_histogram(hists, hist_ax)
-            else:
-                _placeholder(hist_ax, "gradient histograms appear after the first step (Keras policies)")
-        self.show_figure(fig, "training curves")
+        self.show_figure(live_training_figure(runs, without_loss_scale=(FP8_POLICY,)), "training curves")
         running = self.job is not None and self.job.running
         if running:
             self.show_message(f"Training… {self.panel.label.value}", "loading")
@@ -267,11 +227,7 @@ class TrainingTab(Tab):
         self.show_html(self._summary_table(runs))
 
     def _policy_table(self) -> str:
-        try:
-            training = engines.module("analysis.training")
-        except engines.NotAvailableYet:
-            return ""
-        rows = [{"policy": s.name, "what it does": s.doc} for s in training.POLICIES.values()]
+        rows = [{"policy": s.name, "what it does": s.doc} for s in POLICIES.values()]
         rows.append(
             {
                 "policy": FP8_POLICY,
@@ -302,8 +258,3 @@ class TrainingTab(Tab):
             "of all gradient elements vs each format's range.",
             "info",
         )
-
-
-def _placeholder(ax: Any, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#555")
-    ax.set_axis_off()

@@ -5,11 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from explorer.backends.base import Backend, first_output
-from explorer.formats import Format
+from explorer.formats import NUMPY_NATIVE_FORMATS, Format
 from explorer.ops import Op
 from explorer.outcome import Outcome, Status
-
-NATIVE_FORMATS: tuple[str, ...] = ("float64", "float32", "float16")
 
 
 class NumpyBackend(Backend):
@@ -27,7 +25,7 @@ class NumpyBackend(Backend):
         return ["CPU"]
 
     def supports_format(self, fmt: Format) -> bool:
-        return fmt.name in NATIVE_FORMATS
+        return fmt.name in NUMPY_NATIVE_FORMATS
 
     def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         if op.numpy is None:

@@ -64,3 +64,24 @@ def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000) -> Any
     else:
         ax.text(0.5, 0.5, "no backend ran", transform=ax.transAxes, ha="center")
     return ax.figure
+
+
+def accuracy_figure(result: Any, study: Any) -> Any:
+    """The Accuracy view: the ULP error per backend (:func:`plot_ulp_error`; left out when
+    ``result`` is None) above the running sum of the accumulation ``study``.
+
+    Fixed-layout axes (no layout engine), so a re-render is one draw; returns the Figure.
+    """
+    from matplotlib.figure import Figure
+
+    from explorer.plots._layout import stacked_axes
+    from explorer.plots.accumulation import plot_running_sum
+
+    fig = Figure(figsize=(10.0, 4.0))
+    if result is None:
+        (sum_ax,) = stacked_axes(fig, [2.6], top=0.4)
+    else:
+        ulp_ax, sum_ax = stacked_axes(fig, [2.4, 2.6], gap=1.6, top=0.4)
+        plot_ulp_error(result, ulp_ax, max_points=6000)
+    plot_running_sum(study, sum_ax)
+    return fig

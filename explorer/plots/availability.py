@@ -64,6 +64,49 @@ def _legend(fig: Any, statuses: Sequence[str]) -> None:
         fig.legend(handles=handles, loc="upper right", frameon=False, fontsize=8)
 
 
+def status_codes(grid: Any) -> Any:
+    """A status grid (:func:`status_grid`) as float codes: the index in ``STATUSES``, and
+    ``len(STATUSES)`` for an empty cell (or a status not in ``STATUSES``)."""
+    import numpy as np
+
+    codes = {s: i for i, s in enumerate(STATUSES)}
+    empty = len(STATUSES)
+    cells = grid.to_numpy(dtype=object)
+    return np.array(
+        [[codes.get(s, empty) if isinstance(s, str) else empty for s in line] for line in cells],
+        dtype=float,
+    ).reshape(grid.shape)
+
+
+def draw_status_grid(
+    grid: Any, ax: Any, x_rotation: float = 60, x_align: str = "right", x_fontsize: float = 8
+) -> Any:
+    """Draw a status grid (rows × columns of status names) on ``ax``, one colour per status;
+    returns the Axes.
+
+    Cell borders are two line collections, not minor ticks and a grid: a matplotlib Tick per
+    row and column made each redraw ~1.7x slower, which matters when a widget changes.
+    """
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+
+    cmap = ListedColormap([STATUS_COLORS[s] for s in STATUSES] + [EMPTY_COLOR])
+    ax.imshow(
+        status_codes(grid),
+        cmap=cmap,
+        vmin=-0.5,
+        vmax=len(STATUSES) + 0.5,
+        aspect="auto",
+        interpolation="nearest",
+    )
+    n_rows, n_cols = grid.shape
+    ax.set_xticks(range(n_cols), list(grid.columns), rotation=x_rotation, ha=x_align, fontsize=x_fontsize)
+    ax.set_yticks(range(n_rows), list(grid.index), fontsize=7)
+    ax.hlines(np.arange(-0.5, n_rows), -0.5, n_cols - 0.5, color="white", linewidth=0.6)
+    ax.vlines(np.arange(-0.5, n_cols), -0.5, n_rows - 0.5, color="white", linewidth=0.6)
+    return ax
+
+
 def heatmap(
     result: Any,
     backend: str = "tensorflow",
@@ -73,27 +116,13 @@ def heatmap(
     legend: bool = True,
 ) -> Any:
     """op × dtype heatmap for one backend/device/mode, one colour per status; returns the Axes."""
-    import numpy as np
-    from matplotlib.colors import ListedColormap
     from matplotlib.figure import Figure
 
     grid = status_grid(result, backend, device, mode)
-    codes = {s: i for i, s in enumerate(STATUSES)}
-    values = np.full(grid.shape, len(STATUSES), dtype=float)
-    for (i, j), status in np.ndenumerate(grid.to_numpy(dtype=object)):
-        if isinstance(status, str):
-            values[i, j] = codes[status]
-    cmap = ListedColormap([STATUS_COLORS[s] for s in STATUSES] + [EMPTY_COLOR])
     if ax is None:
         fig = Figure(figsize=(1.0 + 0.55 * grid.shape[1], 1.2 + 0.22 * grid.shape[0]), layout="constrained")
         ax = fig.add_subplot()
-    ax.imshow(values, cmap=cmap, vmin=-0.5, vmax=len(STATUSES) + 0.5, aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(grid.shape[1]), list(grid.columns), rotation=60, ha="right", fontsize=8)
-    ax.set_yticks(range(grid.shape[0]), list(grid.index), fontsize=7)
-    ax.set_xticks(np.arange(-0.5, grid.shape[1]), minor=True)
-    ax.set_yticks(np.arange(-0.5, grid.shape[0]), minor=True)
-    ax.grid(which="minor", color="white", linewidth=0.6)
-    ax.tick_params(which="minor", length=0)
+    draw_status_grid(grid, ax)
     ax.set_title(f"{backend} · {device} · {mode}", fontsize=9)
     if legend:
         present = [s for s in STATUSES if s in set(grid.stack().dropna())]
@@ -119,9 +148,77 @@ def heatmaps(result: Any, panels: Sequence[tuple[str, str]] | None = None, devic
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
     seen: set[str] = set()
     for ax, (backend, mode), grid in zip(axes, panels, grids, strict=True):
-        heatmap(rows, backend, device, mode, ax=ax, legend=False)
+        draw_status_grid(grid, ax)
+        ax.set_title(f"{backend} · {device} · {mode}", fontsize=9)
         seen.update(grid.stack().dropna())
     _legend(fig, [s for s in STATUSES if s in seen])
+    return fig
+
+
+#: order of device types in :func:`kernel_panels`: each device, then its XLA compilation device
+PANEL_DEVICE_ORDER: tuple[str, ...] = ("CPU", "XLA_CPU_JIT", "GPU", "XLA_GPU_JIT")
+
+
+def kernel_panels(result: Any) -> list[tuple[str, str, str]]:
+    """The ``(backend, device, mode)`` panels present in the rows, in a stable order: TensorFlow
+    first, then the other backends by name; devices in :data:`PANEL_DEVICE_ORDER` (others last).
+
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"backend": ["numpy", "tensorflow", "tensorflow"],
+    ...                      "device": ["CPU", "GPU", "CPU"], "mode": ["eager", "registry", "registry"]})
+    >>> kernel_panels(rows)
+    [('tensorflow', 'CPU', 'registry'), ('tensorflow', 'GPU', 'registry'), ('numpy', 'CPU', 'eager')]
+    """
+    rows = _rows(result)
+    seen = list(dict.fromkeys(zip(rows["backend"], rows["device"], rows["mode"], strict=True)))
+    order = {d: i for i, d in enumerate(PANEL_DEVICE_ORDER)}
+    return sorted(seen, key=lambda p: (p[0] != "tensorflow", p[0], order.get(p[1], len(order)), p[2]))
+
+
+def kernel_heatmap(
+    result: Any,
+    panels: Sequence[tuple[str, str, str]] | None = None,
+    highlight: str | None = None,
+) -> Any:
+    """One heatmap of ops × (panel × dtype): the dtypes of each ``(backend, device, mode)`` panel
+    side by side (default: :func:`kernel_panels`), panels split by black lines, one Axes and one
+    image; the ``highlight`` op's row label in bold red.  Returns the Figure.
+
+    Drawn without a layout engine (fixed margins), so a re-render is one draw.
+    """
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    rows = _rows(result)
+    if panels is None:
+        panels = kernel_panels(rows)
+    ops = list(dict.fromkeys(rows["op"]))
+    dtypes = list(dict.fromkeys(rows["dtype"]))
+    backends = {p[0] for p in panels}
+    parts = []
+    for backend, device, mode in panels:
+        sub = rows[(rows["backend"] == backend) & (rows["device"] == device) & (rows["mode"] == mode)].copy()
+        where = device if mode == "registry" else f"{device} {mode}"
+        label = where if len(backends) == 1 else f"{backend}\n{where}"
+        sub["dtype"] = pd.Categorical(sub["dtype"], categories=dtypes, ordered=True)
+        sub = sub.sort_values("dtype", kind="stable")
+        sub["dtype"] = sub["dtype"].astype(str) + "\n" + label
+        parts.append(sub.assign(backend="all", device="all", mode="all"))
+    grid = status_grid(pd.concat(parts, ignore_index=True), "all", "all", "all")
+    n_cols = grid.shape[1]
+    width, height = max(1.6 + 0.62 * n_cols, 4.0), 1.9 + 0.2 * len(ops)
+    fig = Figure(figsize=(width, height))
+    ax = fig.add_axes((1.4 / width, 1.35 / height, 0.62 * n_cols / width, (0.2 * len(ops)) / height))
+    draw_status_grid(grid, ax, x_rotation=90, x_align="center", x_fontsize=7)
+    for boundary in range(len(dtypes), n_cols, len(dtypes)):
+        ax.axvline(boundary - 0.5, color="black", linewidth=1.5)
+    source = "declared (registry)" if all(p[2] == "registry" for p in panels) else "probed"
+    ax.set_title(f"{', '.join(sorted(backends))} · {source}", fontsize=8)
+    if highlight is not None:
+        for tick_label in ax.get_yticklabels():
+            if tick_label.get_text() == highlight:
+                tick_label.set_fontweight("bold")
+                tick_label.set_color("#c00")
     return fig
 
 

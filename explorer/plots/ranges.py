@@ -178,3 +178,31 @@ def plot_binary_map(bmap: Any, ax: Any = None) -> Any:
     ax.set_title(f"{bmap.op}(a, b) in {bmap.format} on {bmap.backend}", fontsize=9)
     _legend(ax, right=True)
     return ax.figure
+
+
+def ranges_figure(lines: Any, detail: Any = None, title: str | None = None) -> Any:
+    """The Ranges view: the formats' number lines, above the op's regions (``detail`` a dict of
+    ``OpRegions`` by backend, titled ``title``) or its binary map (``detail`` a ``BinaryMap``).
+
+    Fixed-layout axes (no layout engine), so a re-render is one draw; returns the Figure.
+    """
+    from matplotlib.figure import Figure
+
+    from explorer.plots._layout import stacked_axes
+
+    fig = Figure(figsize=(10.0, 4.0))
+    lines_height = 0.32 * len(lines) + 0.2
+    if detail is None:
+        plot_number_lines(lines, stacked_axes(fig, [lines_height], top=0.5)[0])
+        return fig
+    if isinstance(detail, dict):
+        lines_ax, ax = stacked_axes(
+            fig, [lines_height, 0.45 * len(detail) + 0.4], gap=1.5, top=0.5, bottom=0.8
+        )
+        plot_regions(detail, ax)
+        ax.set_title(title, fontsize=9, pad=22)
+    else:
+        lines_ax, ax = stacked_axes(fig, [lines_height, 3.2], gap=1.2, top=0.5, right=1.6)
+        plot_binary_map(detail, ax)
+    plot_number_lines(lines, lines_ax)
+    return fig

@@ -206,3 +206,46 @@ def training_figure(results: Any) -> Any:
     plot_loss_scale(results, axes[1, 0])
     plot_grad_zero_fraction(results, axes[1, 1])
     return fig
+
+
+def _placeholder(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#555")
+    ax.set_axis_off()
+
+
+def live_training_figure(runs: Sequence[Any], without_loss_scale: Sequence[str] = ()) -> Any:
+    """The Training view while runs go on: loss and held-out accuracy per epoch, loss scale,
+    zero-gradient fraction per step, and the latest gradient histogram of each run; a panel
+    with nothing to show yet says when it fills in.
+
+    ``runs`` have ``policy``, ``epochs``, ``steps`` and ``histograms`` (records so far);
+    runs whose policy is in ``without_loss_scale`` (no loss scale: the emulated fp8 run) are
+    left out of the loss-scale panel.  Returns the Figure.
+    """
+    import warnings
+
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11.0, 9.5), layout="constrained")
+    axes = fig.subplots(3, 2)
+    with warnings.catch_warnings():
+        # a legend with no line yet (first epoch still running) is expected while training
+        warnings.filterwarnings("ignore", "No artists with labels", UserWarning)
+        with_epochs = [r for r in runs if r.epochs]
+        for ax, metric in ((axes[0, 0], "loss"), (axes[0, 1], "val_accuracy")):
+            if with_epochs:
+                plot_curves(with_epochs, metric, ax)
+            else:
+                _placeholder(ax, f"{metric.replace('_', ' ')}: after the first epoch")
+        plot_loss_scale([r for r in runs if r.policy not in without_loss_scale], axes[1, 0])
+        plot_grad_zero_fraction([r for r in runs if r.steps], axes[1, 1])
+        hists = [h for r in runs for h in r.histograms[-1:]]
+        grid = axes[2, 0].get_gridspec()
+        axes[2, 0].remove()
+        axes[2, 1].remove()
+        hist_ax = fig.add_subplot(grid[2, :])
+        if hists:
+            plot_gradient_histogram(hists, hist_ax)
+        else:
+            _placeholder(hist_ax, "gradient histograms appear after the first step (Keras policies)")
+    return fig
