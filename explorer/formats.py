@@ -200,7 +200,9 @@ def _round_tf32(x32: np.ndarray) -> np.ndarray:
 
 
 #: formats whose NumPy cast from float64 rounds once (correctly)
-_ONE_STEP_FROM_FLOAT64 = ("float64", "float32", "float16")
+#: the formats NumPy has natively (its own dtypes; a cast to them from float64 rounds once, correctly)
+NUMPY_NATIVE_FORMATS: tuple[str, ...] = ("float64", "float32", "float16")
+_ONE_STEP_FROM_FLOAT64 = NUMPY_NATIVE_FORMATS
 
 
 @cache
@@ -477,7 +479,3 @@ def all_values(fmt: Any) -> np.ndarray:
         )
     patterns = np.arange(1 << fmt.bits, dtype=_bit_dtype(fmt))
     return patterns.view(fmt.storage_dtype)
-
-
-#: the formats NumPy has natively (its own dtypes; a cast to them from float64 rounds once, correctly)
-NUMPY_NATIVE_FORMATS: tuple[str, ...] = ("float64", "float32", "float16")

@@ -25,6 +25,7 @@ from explorer.analysis import envcache, probe_cache
 from explorer.analysis.explain import disagreement, explain, refine_status
 from explorer.analysis.probe import Probe, failure_record, run_probes, warm_worker
 from explorer.analysis.registry import REGISTRY_DEVICE, Registry, get_registry, registry_device
+from explorer.backends.base import MODES
 from explorer.outcome import Status
 
 #: the keys of every row, in order (``precision-explorer kernels --json``)
@@ -54,7 +55,7 @@ EXTRA_KEYS: tuple[str, ...] = (
     "cached",
 )
 #: modes a user may ask for
-AVAILABILITY_MODES: tuple[str, ...] = ("registry", "eager", "xla")
+AVAILABILITY_MODES: tuple[str, ...] = ("registry", *MODES)
 #: probe store format version (the store's SQLite schema version)
 CACHE_VERSION = probe_cache.SCHEMA_VERSION
 
@@ -197,7 +198,7 @@ def declared_rows(reg: Registry, targets: list[Target], dtypes: list[str], devic
                 continue
             for dtype in dtypes:
                 for device in devices:
-                    for mode in ("eager", "xla"):
+                    for mode in MODES:
                         dev_type = registry_device(device, mode)
                         if dev_type not in reg.device_types:
                             continue
@@ -345,17 +346,7 @@ def availability(
         dts_tf = [d for d in dts if d in reg.float_dtypes]
         rows += declared_rows(reg, targets, dts_tf, devices)
     run_modes = [m for m in modes if m != "registry"]
-    probes: list[Probe] = []
-    for backend in backends:
-        b = get_backend(backend)
-        for t in targets:
-            if not t.catalog:
-                continue
-            for dtype in dts:
-                for device in devices:
-                    for mode in run_modes:
-                        if mode in b.modes:
-                            probes.append(Probe(backend, t.name, dtype, device, mode))
+    probes = probes_for(targets, dts, backends, devices, run_modes)
     env = envcache.environment()
     env_key = envcache.environment_key(env)
     with probe_cache.open_store() as store:

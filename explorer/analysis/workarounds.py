@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from explorer.backends.base import MODES
 from explorer.formats import resolve
 from explorer.ops import get_op
 
@@ -32,8 +33,8 @@ def tensorflow_code(
     """
     the_op = get_op(op)
     dtype = resolve(dtype).name
-    if mode not in ("eager", "xla"):
-        raise ValueError(f"unknown mode {mode!r}; valid: eager, xla")
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
     lines = [
         "import tensorflow as tf",
         "from explorer.ops import get_op",

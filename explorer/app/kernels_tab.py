@@ -389,7 +389,7 @@ class KernelsTab(Tab):
 
         ops, dtypes = self.shown_ops(), self.state.dtypes
         frames = [self.declared_frame(ops, dtypes)]
-        for mode in ("eager", "xla"):
+        for mode in MODES:
             probed, _ = self.probed_frame(ops, dtypes, mode) if self.state.op in catalog() else (None, 0)
             if probed is not None:
                 frames.append(probed)
