@@ -1,9 +1,23 @@
 """``precision-explorer app``: serve the explorer with Voila on localhost, in workshop mode.
 
-Workshop mode: each visitor's kernel is shut down when the page closes (the
-shutdown request needs the xsrf check off, voila issue #1458) and idle kernels
-are culled, so no kernel is left behind per visitor; the page is served from a
-template without the CDN icon font, so a room without internet sees the app intact.
+Workshop mode:
+
+- each visitor's kernel is shut down when the page closes (the shutdown request needs
+  the xsrf check off, voila issue #1458), and idle kernels are culled even while their
+  tab stays open (``cull_connected``), after ``--cull-idle-timeout`` seconds;
+- at most ``--max-kernels`` kernels run at once; a further visitor gets a "the explorer
+  is full" page (HTTP 503) instead of a new kernel;
+- only requests for 127.0.0.1, localhost, [::1] (and ``--allow-host`` names) are
+  answered: others get 403, which stops DNS-rebinding pages from reaching the server;
+- the page is served from a template without the CDN icon font, so a room without
+  internet sees the app intact.
+
+Voila runs as ``python -m explorer.server.voila_main`` (Voila plus the Host guard and the
+kernel cap, see :mod:`explorer.server.voila_main`) in a session of its own; SIGTERM,
+SIGINT or SIGHUP to this command stops Voila and every kernel it started
+(:func:`explorer.server.process_tree.supervise`).  The offline template and Voila's
+connection files live in one ``px-voila-*`` temporary directory, removed on exit;
+``--dry-run`` only prints the command and creates nothing.
 """
 
 from __future__ import annotations
@@ -11,9 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+
+from explorer.server.limits import default_max_kernels
 
 VERB = "app"
 HELP = "serve the explorer app with Voila on 127.0.0.1 (workshop mode: idle kernels culled, works offline)"
@@ -61,6 +79,27 @@ def write_offline_template(root: Path | None = None) -> Path:
     return base
 
 
+#: Kernels kept warm with ``--preheat`` (they count towards ``--max-kernels``).
+PREHEAT_POOL_SIZE = 2
+
+
+def check_limits(
+    port: int, cull_idle_timeout: int, cull_interval: int, max_kernels: int, preheat: bool = False
+) -> None:
+    """ValueError (one line) unless the port and the limits make sense."""
+    if not 0 < port < 65536:
+        raise ValueError(f"port must be between 1 and 65535, got {port}")
+    if cull_idle_timeout < 1 or cull_interval < 1:
+        raise ValueError("cull_idle_timeout and cull_interval must be at least 1 second")
+    if max_kernels < 1:
+        raise ValueError(f"max_kernels must be at least 1, got {max_kernels}")
+    if preheat and max_kernels <= PREHEAT_POOL_SIZE:
+        raise ValueError(
+            f"--preheat keeps {PREHEAT_POOL_SIZE} kernels warm: max_kernels must be at least "
+            f"{PREHEAT_POOL_SIZE + 1}, got {max_kernels}"
+        )
+
+
 def voila_command(
     notebook: Path,
     port: int,
@@ -70,28 +109,43 @@ def voila_command(
     cull_interval: int = 60,
     preheat: bool = False,
     offline_template: bool = True,
+    max_kernels: int | None = None,
+    allowed_hosts: Sequence[str] = (),
+    connection_dir_root: Path | None = None,
 ) -> list[str]:
-    """The Voila command line for workshop mode on 127.0.0.1."""
-    if not 0 < port < 65536:
-        raise ValueError(f"port must be between 1 and 65535, got {port}")
-    if cull_idle_timeout < 1 or cull_interval < 1:
-        raise ValueError("cull_idle_timeout and cull_interval must be at least 1 second")
+    """The Voila command line for workshop mode on 127.0.0.1.
+
+    ``max_kernels`` None means :func:`~explorer.server.limits.default_max_kernels`;
+    ``allowed_hosts`` are extra ``Host`` names to answer; ``connection_dir_root`` is where
+    Voila keeps its connection files (the system temp dir when None).
+    """
+    from explorer.server.hosts import normalize_host_name
+
+    kernels = default_max_kernels() if max_kernels is None else max_kernels
+    check_limits(port, cull_idle_timeout, cull_interval, kernels, preheat)
+    hosts = [normalize_host_name(name) for name in allowed_hosts]
     cmd = [
         sys.executable,
         "-m",
-        "voila",
+        "explorer.server.voila_main",
         str(notebook),
         f"--port={port}",
         "--Voila.ip=127.0.0.1",
+        "--Voila.port_retries=0",
         "--Voila.tornado_settings={'disable_check_xsrf': True}",
         f"--MappingKernelManager.cull_interval={cull_interval}",
         f"--MappingKernelManager.cull_idle_timeout={cull_idle_timeout}",
+        "--MappingKernelManager.cull_connected=True",
+        f"--CappedKernelManager.max_kernels={kernels}",
+        *(f"--WorkshopVoila.allowed_hosts={name}" for name in hosts),
         "--VoilaExecutor.timeout=120",
     ]
+    if connection_dir_root is not None:
+        cmd.append(f"--Voila.connection_dir_root={connection_dir_root}")
     if not open_browser:
         cmd.append("--no-browser")
     if preheat:
-        cmd += ["--preheat_kernel=True", "--pool_size=2"]
+        cmd += ["--preheat_kernel=True", f"--pool_size={PREHEAT_POOL_SIZE}"]
     if offline_template:
         cmd.append(f"--template={TEMPLATE_NAME}")
     return cmd
@@ -119,7 +173,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cull-idle-timeout",
         type=int,
         default=300,
-        help="seconds after which an idle visitor's kernel is shut down (default 300)",
+        help="seconds after which an idle visitor's kernel is shut down, tab open or not (default 300)",
+    )
+    parser.add_argument(
+        "--cull-interval",
+        type=int,
+        default=60,
+        help="seconds between two checks for idle kernels (default 60)",
+    )
+    parser.add_argument(
+        "--max-kernels",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most visitors (kernels, ~0.7 GB each) at once; the next one gets a 'full' page "
+        f"(default: what 3/4 of the memory holds, at most 40; here {default_max_kernels()})",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for this Host name (a workshop server behind a proxy); repeatable",
     )
     parser.add_argument(
         "--preheat", action="store_true", help="keep 2 kernels warm (faster first page, more memory)"
@@ -132,27 +207,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Start the server (or print its command with --dry-run); returns its exit status."""
-    import subprocess
+def check_options(args: argparse.Namespace) -> None:
+    """ValueError (one line) for an option out of range, before anything is looked up or written."""
+    from explorer.server.hosts import normalize_host_name
 
-    notebook = args.notebook if args.notebook is not None else find_notebook()
-    if not Path(notebook).is_file():
-        raise FileNotFoundError(f"notebook {notebook} not found")
-    template_root = None if args.cdn_template else write_offline_template()
-    cmd = voila_command(
-        Path(notebook),
+    max_kernels = default_max_kernels() if args.max_kernels is None else args.max_kernels
+    check_limits(args.port, args.cull_idle_timeout, args.cull_interval, max_kernels, args.preheat)
+    for name in args.allow_host:
+        normalize_host_name(name)
+
+
+def _command(args: argparse.Namespace, notebook: Path, connection_dir_root: Path | None) -> list[str]:
+    return voila_command(
+        notebook,
         args.port,
         open_browser=not args.no_browser,
         cull_idle_timeout=args.cull_idle_timeout,
+        cull_interval=args.cull_interval,
         preheat=args.preheat,
         offline_template=not args.cdn_template,
+        max_kernels=args.max_kernels,
+        allowed_hosts=args.allow_host,
+        connection_dir_root=connection_dir_root,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the server (or print its command with --dry-run); returns its exit status.
+
+    Options are checked first (ValueError).  ``--dry-run`` writes nothing; a real run keeps
+    the offline template and Voila's connection files in one ``px-voila-*`` temporary
+    directory that is removed however the run ends.
+    """
+    from explorer.server.process_tree import supervise
+
+    check_options(args)
+    notebook = Path(args.notebook) if args.notebook is not None else find_notebook()
+    if not notebook.is_file():
+        raise FileNotFoundError(f"notebook {notebook} not found")
     if args.dry_run:
-        print(" ".join(cmd))
+        print(shlex.join(_command(args, notebook, None)))
         return 0
-    print(f"Serving {notebook} at http://127.0.0.1:{args.port}/ (Ctrl-C to stop)", flush=True)
-    try:
-        return subprocess.call(cmd, env=voila_env(template_root))
-    except KeyboardInterrupt:
-        return 130
+    with tempfile.TemporaryDirectory(prefix="px-voila-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        template_root = None if args.cdn_template else write_offline_template(work)
+        cmd = _command(args, notebook, work)
+        print(f"Serving {notebook} at http://127.0.0.1:{args.port}/ (Ctrl-C to stop)", flush=True)
+        return supervise(cmd, env=voila_env(template_root))

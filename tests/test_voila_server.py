@@ -1,0 +1,385 @@
+"""The workshop server (``precision-explorer app``) against real requests on loopback.
+
+Each server is ``python -m explorer app`` serving a one-cell notebook on a free port
+of 127.0.0.1, with its own temp dir (``TMPDIR``), so that what it leaves there can be
+checked.  Kernels are found in the process tree (``/proc``): Voila standalone has no
+``/api/kernels`` listing.  A websocket client (tornado) stands in for a browser tab
+that stays open.  Deadlines are generous; nothing asserts how fast anything is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from explorer.server.process_tree import descendants, is_alive
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK_CELL = "import ipywidgets\nipywidgets.IntSlider(3)"
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+
+
+def write_notebook(path: Path) -> Path:
+    """A one-cell notebook (a slider): a page load is quick and starts one kernel."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(NOTEBOOK_CELL)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A running ``precision-explorer app``."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: Path
+    tmpdir: Path
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def kernels(self) -> dict[int, int]:
+        """The server's kernel processes, ``{pid: start time}``."""
+        found = {}
+        for pid, started in descendants(self.proc.pid).items():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"ipykernel" in cmdline:
+                found[pid] = started
+        return found
+
+    def wait_for_kernels(self, count: int, timeout: float = 60.0) -> dict[int, int]:
+        deadline = time.monotonic() + timeout
+        while len(kernels := self.kernels()) != count and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert len(kernels) == count, f"expected {count} kernels, found {kernels}:\n{self.log_text()[-3000:]}"
+        return kernels
+
+
+def start_app(tmp: Path, *options: str) -> Server:
+    """``python -m explorer app`` on a free port; returns once the port accepts connections."""
+    port = free_port()
+    tmpdir = tmp / "tmp"
+    tmpdir.mkdir()
+    notebook = write_notebook(tmp / "tiny.ipynb")
+    log = tmp / "app.log"
+    cmd = [sys.executable, "-m", "explorer", "app", "--notebook", str(notebook), "--port", str(port)]
+    env = {**os.environ, "TMPDIR": str(tmpdir), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [*cmd, "--no-browser", *options], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT
+        )
+    server = Server(proc, port, log, tmpdir)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"app exited with {proc.returncode}:\n{server.log_text()[-3000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+            return server
+        except OSError:
+            time.sleep(0.3)
+    stop_app(server)
+    raise RuntimeError(f"app not listening after 90 s:\n{server.log_text()[-3000:]}")
+
+
+def stop_app(server: Server) -> None:
+    """SIGTERM, and if that fails, SIGKILL for the app and everything it started."""
+    if server.proc.poll() is not None:
+        return
+    tree = descendants(server.proc.pid)
+    server.proc.send_signal(signal.SIGTERM)
+    try:
+        server.proc.wait(60)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        server.proc.wait(10)
+    for pid, started in tree.items():
+        if is_alive(pid, started):
+            os.kill(pid, signal.SIGKILL)
+
+
+def get(port: int, path: str = "/", host: str | None = None) -> tuple[int, dict[str, str], str]:
+    """GET ``path`` from 127.0.0.1:port with the given Host header: (status, headers, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("GET", path, headers={"Host": host or f"127.0.0.1:{port}"})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read().decode(errors="replace")
+    finally:
+        conn.close()
+
+
+def kernel_id(page: str) -> str:
+    match = re.search(r'"kernelId":\s*"([0-9a-f-]+)"', page)
+    assert match, page[-2000:]
+    return match.group(1)
+
+
+# ------------------------------------------------------------------ one server: Host, cap, culling
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    app = start_app(
+        tmp_path_factory.mktemp("voila-server"),
+        "--max-kernels=1",
+        "--cull-idle-timeout=5",
+        "--cull-interval=2",
+        "--allow-host=workshop.example.org",
+    )
+    try:
+        yield app
+    finally:
+        stop_app(app)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["/", "/voila/static/voila.js", f"/api/kernels/{uuid.uuid4()}/channels"])
+@pytest.mark.parametrize(
+    "host", ["evil.example.com", "evil.example.com:{port}", "localhost.evil.example.com"]
+)
+def test_a_foreign_host_gets_403_and_no_kernel(server: Server, host: str, path: str) -> None:
+    status, headers, body = get(server.port, path, host=host.format(port=server.port))
+    assert status == 403
+    assert headers["content-type"].startswith("text/plain")
+    assert body.startswith("403 Forbidden") and "<" not in body
+    assert server.kernels() == {}
+    assert "Kernel started" not in server.log_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("host", ["localhost:{port}", "[::1]:{port}", "workshop.example.org", "127.0.0.1"])
+def test_allowed_hosts_are_served(server: Server, host: str) -> None:
+    status, _, body = get(server.port, "/voila/static/voila.js", host=host.format(port=server.port))
+    assert status == 200 and body
+
+
+@pytest.mark.slow
+def test_a_visitor_past_max_kernels_gets_the_full_page_and_no_kernel(server: Server) -> None:
+    server.wait_for_kernels(0)
+    status, _, page = get(server.port, "/", host=f"127.0.0.1:{server.port}")
+    assert status == 200, page[-2000:]
+    first = kernel_id(page)
+    kernels = server.kernels()
+    assert len(kernels) == 1
+
+    status, headers, body = get(server.port, "/", host=f"localhost:{server.port}")
+    assert status == 503
+    assert headers["content-type"].startswith("text/html")
+    assert headers["retry-after"].isdigit()
+    assert "The explorer is full (1 visitor); try again in a few minutes" in body
+    assert server.kernels() == kernels, "a refused visitor must not get a kernel"
+    assert server.log_text().count("Kernel started") == 1, server.log_text()[-3000:]
+
+    server.wait_for_kernels(0)  # nobody connected: culled after the idle timeout
+    assert f"({first}) with 0 connections" in server.log_text()
+    deadline = time.monotonic() + 30  # the slot frees once the manager has cleaned up after the process
+    while (status := get(server.port, "/")[0]) == 503 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert status == 200
+    assert server.log_text().count("Kernel started") == 2
+
+
+async def _stay_connected_until_culled(server: Server, kid: str, timeout: float) -> float:
+    """Open the kernel's websocket like a browser tab, talk once, then idle until the kernel is gone.
+
+    Returns the seconds the connection stayed open while waiting.
+    """
+    from tornado.websocket import websocket_connect
+
+    ws = await websocket_connect(
+        f"ws://127.0.0.1:{server.port}/api/kernels/{kid}/channels?session_id=px-test"
+    )
+    try:
+        msg_id = uuid.uuid4().hex
+        header = {"msg_id": msg_id, "msg_type": "kernel_info_request", "session": "px-test"}
+        header |= {"username": "px", "version": "5.3", "date": ""}
+        request = {"header": header, "parent_header": {}, "metadata": {}, "content": {}, "channel": "shell"}
+        await ws.write_message(json.dumps(request))
+        deadline = time.monotonic() + 60
+        while True:  # the reply proves the tab is connected to a live kernel
+            message = await asyncio.wait_for(ws.read_message(), max(1.0, deadline - time.monotonic()))
+            assert message is not None, "websocket closed before the kernel replied"
+            reply = json.loads(message)
+            if reply.get("parent_header", {}).get("msg_id") == msg_id and reply["channel"] == "shell":
+                break
+        opened = time.monotonic()
+        deadline = opened + timeout
+        while server.kernels() and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+        return time.monotonic() - opened
+    finally:
+        ws.close()
+        with contextlib.suppress(asyncio.TimeoutError):  # let the closing handshake finish
+            while await asyncio.wait_for(ws.read_message(), 10) is not None:
+                pass
+
+
+@pytest.mark.slow
+def test_a_connected_idle_kernel_is_culled(server: Server) -> None:
+    server.wait_for_kernels(0)
+    status, _, page = get(server.port, "/")
+    assert status == 200
+    kid = kernel_id(page)
+    waited = asyncio.run(_stay_connected_until_culled(server, kid, timeout=60))
+    assert server.kernels() == {}, f"connected idle kernel not culled after {waited:.0f} s"
+    assert f"({kid}) with 1 connections" in server.log_text(), server.log_text()[-3000:]
+
+
+# ------------------------------------------------------------------ stopping: signals, temp dirs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_voila_every_kernel_and_removes_the_temp_dir(tmp_path: Path, signum: int) -> None:
+    app = start_app(tmp_path, "--max-kernels=2")
+    try:
+        for _ in range(2):
+            status, _, page = get(app.port, "/")
+            assert status == 200, page[-2000:]
+        kernels = app.wait_for_kernels(2)
+        tree = descendants(app.proc.pid)
+        assert set(kernels) < set(tree)  # Voila itself, and its kernels
+        assert [p.name for p in app.tmpdir.iterdir() if p.name.startswith("px-voila-")]
+
+        app.proc.send_signal(signum)
+        assert app.proc.wait(90) == 128 + signum
+        left = [pid for pid, started in tree.items() if is_alive(pid, started)]
+        assert left == [], f"still running after the app exited: {left}"
+        assert list(app.tmpdir.iterdir()) == []
+    finally:
+        stop_app(app)
+
+
+def test_dry_run_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from explorer.cli import main
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    notebook = write_notebook(tmp_path / "nb.ipynb")
+    before = sorted(tmp_path.iterdir())
+    assert main(["app", "--dry-run", "--notebook", str(notebook), "--max-kernels", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "explorer.server.voila_main" in out and "--CappedKernelManager.max_kernels=3" in out
+    assert "cull_connected=True" in out
+    assert sorted(tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--port", "70000"], "port"),
+        (["--port", "0"], "port"),
+        (["--cull-idle-timeout", "0"], "at least 1 second"),
+        (["--cull-interval", "0"], "at least 1 second"),
+        (["--max-kernels", "0"], "max_kernels"),
+        (["--preheat", "--max-kernels", "2"], "max_kernels"),
+        (["--allow-host", "evil.example.com:80"], "--allow-host"),
+        (["--allow-host", "http://x"], "--allow-host"),
+    ],
+)
+def test_bad_options_are_one_line_errors_before_any_work(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    options: list[str],
+    message: str,
+) -> None:
+    from explorer.cli import main
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    assert main(["app", "--notebook", str(tmp_path / "missing.ipynb"), *options]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("precision-explorer app: error:") and message in err and "\n" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ pieces, in process
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.1:8866", True),
+        ("localhost:8866", True),
+        ("LOCALHOST", True),
+        ("[::1]:8866", True),
+        ("[::1]", True),
+        ("workshop.example.org:443", True),
+        ("evil.example.com", False),
+        ("localhost.evil.example.com", False),
+        ("127.0.0.1.nip.io", False),
+        ("127.0.0.2", False),
+        ("0.0.0.0", False),
+        ("::1", False),  # unbracketed: not a valid Host header
+        ("localhost:80:80", False),
+        ("", False),
+    ],
+)
+def test_host_check(host: str, allowed: bool) -> None:
+    from explorer.server.hosts import host_allowed
+
+    assert host_allowed(host, ["workshop.example.org"]) is allowed
+
+
+def test_full_page_is_escaped_html() -> None:
+    from explorer.server.voila_main import full_page
+
+    page = full_page(40)
+    assert "The explorer is full (40 visitors); try again in a few minutes" in page
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+
+
+@pytest.mark.slow
+def test_concurrent_starts_never_exceed_the_cap(tmp_path: Path) -> None:
+    from explorer.server.kernels import CappedKernelManager, ServerFull
+
+    async def race() -> tuple[list[object], int]:
+        manager = CappedKernelManager(max_kernels=1, connection_dir=str(tmp_path))
+        try:
+            results = await asyncio.gather(
+                manager.start_kernel(kernel_name="python3"),
+                manager.start_kernel(kernel_name="python3"),
+                manager.start_kernel(kernel_name="python3"),
+                return_exceptions=True,
+            )
+            return list(results), len(manager.list_kernel_ids())
+        finally:
+            await manager.shutdown_all(now=True)
+
+    results, running = asyncio.run(race())
+    assert running == 1
+    assert sum(isinstance(r, str) for r in results) == 1
+    full = [r for r in results if isinstance(r, ServerFull)]
+    assert len(full) == 2 and all(r.status_code == 503 and r.visitors == 1 for r in full)
