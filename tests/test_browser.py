@@ -359,9 +359,11 @@ def test_jupyterlab_runs_explorer_notebook_and_widget_changes_output(browser: An
 
 
 def _upload(page: Any, name: str, document: dict[str, Any]) -> None:
-    page.set_input_files(
-        ".px-snapshot-upload input[type=file]",
-        files=[{"name": name, "mimeType": "application/json", "buffer": json.dumps(document).encode()}],
+    """Upload through the button, as a user does (ipywidgets makes its file input on click)."""
+    with page.expect_file_chooser() as chooser:
+        page.click(".px-snapshot-upload")
+    chooser.value.set_files(
+        files=[{"name": name, "mimeType": "application/json", "buffer": json.dumps(document).encode()}]
     )
 
 
