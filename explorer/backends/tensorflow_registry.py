@@ -10,7 +10,12 @@ accepts, and for which device types a kernel is registered in each dtype.
 
 Rules (documented because the registry leaves them to the reader):
 
-* **Device types.**  Kernels registered for ``DEFAULT`` apply to every device type.
+* **Device types.**  Kernels registered for ``DEFAULT`` serve a device type that has no
+  matching kernel of its own, except the *symbolic execution devices*: the XLA compilation
+  backends (``XLA_CPU_JIT``, ``XLA_GPU_JIT``, ``TPU_XLA_JIT``), for which TensorFlow's
+  kernel lookup (``FindKernelRegistration`` in ``core/framework/op_kernel.cc``) skips
+  DEFAULT — ``tf.function(jit_compile=True)`` of an op with only a DEFAULT kernel fails
+  with "No registered 'X' OpKernel for XLA_CPU_JIT devices".  See :func:`is_symbolic_device`.
   The XLA compilation device types (``XLA_CPU_JIT``, ``XLA_GPU_JIT``) only appear in
   the registry after XLA has been initialised, so :func:`read_registry_data` compiles
   one tiny function with ``jit_compile=True`` first.  Kernels with a *label* are only
@@ -65,6 +70,17 @@ def registry_device(device: str, mode: str) -> str:
             + ", ".join(f"{d}/{m}" for d, m in REGISTRY_DEVICE)
         )
     return REGISTRY_DEVICE[key]
+
+
+def is_symbolic_device(device_type: str) -> bool:
+    """Whether TensorFlow treats ``device_type`` as a symbolic execution device, for which
+    DEFAULT kernels are not looked up: the XLA JIT backends, registered by
+    ``XlaBackendRegistrar`` under names ending in ``_JIT``.
+
+    >>> is_symbolic_device("XLA_CPU_JIT"), is_symbolic_device("CPU"), is_symbolic_device("XLA_CPU")
+    (True, False, False)
+    """
+    return device_type.endswith("_JIT")
 
 
 # ---------------------------------------------------------------- reading (runs where TF is imported)
@@ -265,7 +281,8 @@ class Registry:
                     info.kernels.setdefault(device, []).append(constraint)
             if default:
                 for device in self.device_types:
-                    info.kernels.setdefault(device, []).extend(default)
+                    if not is_symbolic_device(device):
+                        info.kernels.setdefault(device, []).extend(default)
             self.ops[name] = info
         self._lower = {n.lower(): n for n in self.ops}
 
