@@ -23,9 +23,8 @@ def main() -> None:
         tensorflow_registry.is_symbolic_device = original
     changed = now[now["status"] != everywhere["status"]]
     print(f"TensorFlow {reg.tf_version}: {len(ops)} ops with a float type attribute, {len(now)} cells")
-    print(
-        f"cells ok only if DEFAULT kernels served XLA JIT devices: {len(changed)} in {changed['op'].nunique()} ops"
-    )
+    ops_changed = changed["op"].nunique()
+    print(f"cells ok only if DEFAULT kernels served XLA JIT devices: {len(changed)} in {ops_changed} ops")
     for device, n in changed.groupby("device_type").size().items():
         print(f"  {device}: {n}")
 
