@@ -25,6 +25,8 @@ from explorer.analysis.ranges import (
     DEFAULT_SAMPLES,
     Sweep,
     binary_sweep,
+    check_points,
+    check_samples,
     ordinals,
     sweep,
 )
@@ -184,7 +186,11 @@ def accuracy(
     Unary ops: every finite value of formats of 16 bits or fewer, ``samples``
     values per sign otherwise.  Binary ops: every pair of finite values of
     formats of 8 bits or fewer, a ``points`` x ``points`` log-spaced grid otherwise.
+    ``samples`` (2 to ``MAX_SAMPLES``) and ``points`` (3 to ``MAX_POINTS``) are checked
+    first, whichever the op uses.
     """
+    samples = check_samples(samples)
+    points = check_points(points)
     o = get_op(op)
     if not o.elementwise or o.arity not in (1, 2):
         valid = [c.name for c in catalog().values() if c.elementwise and c.arity in (1, 2)]

@@ -48,6 +48,36 @@ DEFAULT_BACKENDS: tuple[str, ...] = ("numpy", "tensorflow", "emulated")
 BINARY_MAP_OPS: tuple[str, ...] = ("add", "mul", "div", "pow")
 #: Samples per sign for formats too wide to enumerate.
 DEFAULT_SAMPLES = 32768
+#: Most samples per sign (2 x 10**7 inputs: a few GB of arrays per backend).
+MAX_SAMPLES = 10**7
+#: Most points along each axis of a binary map (a grid of MAX_POINTS**2 pairs).
+MAX_POINTS = 4097
+
+
+def check_samples(samples: Any) -> int:
+    """``samples`` when it is an integer from 2 to :data:`MAX_SAMPLES`; TypeError/ValueError otherwise.
+
+    >>> check_samples(1000)
+    1000
+    """
+    if isinstance(samples, bool) or not isinstance(samples, int | np.integer):
+        raise TypeError(f"samples must be an integer, got {type(samples).__name__}")
+    if not 2 <= samples <= MAX_SAMPLES:
+        raise ValueError(f"samples must be an integer from 2 to {MAX_SAMPLES}, got {samples!r}")
+    return int(samples)
+
+
+def check_points(points: Any) -> int:
+    """``points`` when it is an integer from 3 to :data:`MAX_POINTS`; TypeError/ValueError otherwise.
+
+    >>> check_points(257)
+    257
+    """
+    if isinstance(points, bool) or not isinstance(points, int | np.integer):
+        raise TypeError(f"points must be an integer, got {type(points).__name__}")
+    if not 3 <= points <= MAX_POINTS:
+        raise ValueError(f"points must be an integer from 3 to {MAX_POINTS}, got {points!r}")
+    return int(points)
 
 
 # ---------------------------------------------------------------- number line
@@ -199,13 +229,12 @@ def unary_inputs(fmt: Any, samples: int = DEFAULT_SAMPLES) -> tuple[np.ndarray, 
     >>> x.size, exhaustive
     (63487, True)
     """
+    samples = check_samples(samples)
     fmt = resolve(fmt)
     if fmt.enumerable:
         with np.errstate(over="ignore", invalid="ignore"):
             values = decode(np.arange(1 << fmt.bits), fmt)
         return np.unique(values[np.isfinite(values)]) + 0.0, True  # + 0.0: -0 -> 0
-    if not isinstance(samples, int | np.integer) or samples < 2:
-        raise ValueError(f"samples must be an integer >= 2, got {samples!r}")
     top = int(ordinals(np.array([fmt.max]), fmt)[0])
     positive = np.unique(np.linspace(0, top, samples).astype(np.int64).clip(0, top))
     ords = np.unique(np.concatenate([-positive, positive]))
@@ -482,6 +511,7 @@ def sweep(
     format (``refine=False`` skips that).  ``device`` is asked of every backend
     (``"GPU"`` where there is one).
     """
+    samples = check_samples(samples)
     op = _check_unary(op)
     fmt = resolve(fmt)
     names = _check_backends(backends)
@@ -788,9 +818,8 @@ def binary_axis(fmt: Any, points: int = 257) -> tuple[np.ndarray, bool]:
     values evenly spaced in bit-pattern order (evenly on a log axis, both
     signs, with zero).
     """
+    points = check_points(points)
     fmt = resolve(fmt)
-    if not isinstance(points, int | np.integer) or points < 3:
-        raise ValueError(f"points must be an integer >= 3, got {points!r}")
     if fmt.bits <= 8:
         return unary_inputs(fmt)
     top = int(ordinals(np.array([fmt.max]), fmt)[0])
@@ -812,6 +841,7 @@ def binary_sweep(
     """Run a binary elementwise op over every pair of a :func:`binary_axis` grid on each
     backend (one call per backend); the inputs are the flattened grid (first operand
     varies slowest)."""
+    points = check_points(points)
     op = _check_binary(op)
     fmt = resolve(fmt)
     names = _check_backends(backends)
@@ -866,6 +896,7 @@ def threshold_summary(
     """
     import pandas as pd
 
+    samples = check_samples(samples)
     names = unary_ops() if ops is None else [_check_unary(o).name for o in ops]
     rows: list[dict[str, Any]] = []
     for name in names:

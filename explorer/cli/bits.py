@@ -8,13 +8,38 @@ import re
 VERB = "bits"
 HELP = "sign/exponent/mantissa bits, exact value, neighbours and rounding error of a value in a format"
 
+#: longest VALUE text read (a float64 needs at most ~770 significant digits to be exact)
+MAX_VALUE_LENGTH = 1000
+#: largest decimal exponent read: beyond it every format rounds to 0 or inf, and the exact
+#: rounding error would need a 10**exponent integer (seconds to hours of work)
+MAX_DECIMAL_EXPONENT = 5000
+_EXPONENT = re.compile(r"[eE]\s*([-+]?\d+)")
+
+
+def value_text(text: str) -> str:
+    """An argparse ``type=`` for VALUE: the text, when it is short and its exponent is in range.
+
+    >>> value_text("1e-5")
+    '1e-5'
+    """
+    if len(text) > MAX_VALUE_LENGTH:
+        raise argparse.ArgumentTypeError(f"a value of at most {MAX_VALUE_LENGTH} characters, please")
+    match = _EXPONENT.search(text)
+    if match is not None and abs(int(match.group(1))) > MAX_DECIMAL_EXPONENT:
+        raise argparse.ArgumentTypeError(
+            f"the decimal exponent must be between -{MAX_DECIMAL_EXPONENT} and {MAX_DECIMAL_EXPONENT}"
+        )
+    return text
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The verb's options."""
     # let VALUE be a negative number in any notation (-1.5e-5, -inf), not only -1.5
     parser._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf$")
     parser.add_argument(
         "value",
         nargs="?",
+        type=value_text,
         help="the value, e.g. 0.1, 65519, -1e-5, inf (decimal strings give an exact rounding error)",
     )
     parser.add_argument("--dtype", required=True, help="format, e.g. float16, bf16, e4m3, fp4")
@@ -25,11 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the value's bits (or ``--table``: every value of a small format)."""
     from explorer.analysis.bits import inspect_value, value_table
     from explorer.cli import print_json, print_table
+    from explorer.formats import resolve
 
+    fmt = resolve(args.dtype)  # a bad name is refused before anything else
     if args.table:
-        table = value_table(args.dtype)
+        table = value_table(fmt)
         rows = table.to_dict(orient="records")
         if args.json:
             print_json(rows)
@@ -38,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.value is None:
         raise ValueError("give a VALUE (e.g. 0.1), or --table for every value of an 8-bit format")
-    info = inspect_value(args.value, args.dtype)
+    info = inspect_value(args.value, fmt)
     if args.json:
         print_json(info.to_dict())
     else:

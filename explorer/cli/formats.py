@@ -9,11 +9,13 @@ HELP = "list every floating-point format with its bit layout, range and overflow
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The verb's options."""
     parser.add_argument("names", nargs="*", help="formats to show (default: all); aliases work")
     parser.add_argument("--json", action="store_true", help="print a JSON list")
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the formats (table or ``--json``); a bad name is a ValueError before any output."""
     from explorer.cli import print_json, print_table
     from explorer.formats import all_formats, resolve
 

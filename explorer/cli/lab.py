@@ -34,7 +34,11 @@ def lab_command(root: Path, notebook: Path, port: int, *, open_browser: bool = T
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options."""
-    parser.add_argument("--port", type=int, default=8888, help="port on 127.0.0.1 (default 8888)")
+    from explorer.cli import bounded_int
+
+    parser.add_argument(
+        "--port", type=bounded_int(1, 65535), default=8888, help="port on 127.0.0.1 (default 8888)"
+    )
     parser.add_argument(
         "--notebook", type=Path, default=None, help="notebook to open (default notebooks/explorer.ipynb)"
     )

@@ -9,6 +9,10 @@ HELP = "number line of a format, or which inputs of an op overflow/underflow/go 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The verb's options (numbers checked by argparse; names by :func:`check_names`)."""
+    from explorer.analysis.ranges import MAX_SAMPLES
+    from explorer.cli import bounded_int
+
     parser.add_argument("--dtype", required=True, help="format, e.g. float16, bf16, e4m3")
     parser.add_argument(
         "--op",
@@ -22,21 +26,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--samples",
-        type=int,
+        type=bounded_int(2, MAX_SAMPLES),
         default=None,
-        help="values per sign for formats wider than 16 bits (default 32768)",
+        help=f"values per sign for formats wider than 16 bits (default 32768, 2 to {MAX_SAMPLES:_})",
     )
     parser.add_argument("--device", default="CPU", help="CPU (default) or GPU")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def run(args: argparse.Namespace) -> int:
-    from explorer.analysis import ranges
-    from explorer.backends import get_backend
-    from explorer.cli import print_json, print_table
+def check_names(args: argparse.Namespace) -> None:
+    """Check format, op, backend and device names before any work; ValueError names the valid ones."""
+    from explorer.backends import get_backend, normalize_device
     from explorer.formats import resolve
     from explorer.ops import get_op
 
+    args.dtype = resolve(args.dtype).name
+    args.device = normalize_device(args.device)
+    if args.op is not None:
+        args.op = get_op(args.op).name
+    if args.backend is not None:
+        args.backend = get_backend(args.backend).name
+
+
+def run(args: argparse.Namespace) -> int:
+    from explorer.analysis import ranges
+    from explorer.backends import get_backend
+    from explorer.cli import print_json, print_table, safe_text
+    from explorer.formats import resolve
+    from explorer.ops import get_op
+
+    check_names(args)
     fmt = resolve(args.dtype)
     line = ranges.number_line(fmt)
     if args.op is None:
@@ -80,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             f"{regions.inputs.size} inputs ({how})"
         )
         if regions.error:
-            print(f"  {regions.error}")
+            print(f"  {safe_text(regions.error)}")
         print_table([i.to_dict() for i in regions.intervals], ["kind", "lo", "hi", "count"])
         for kind, t in regions.thresholds.items():
             for side in ("negative", "positive"):

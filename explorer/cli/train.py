@@ -9,6 +9,10 @@ HELP = "train a small MLP/CNN on the bundled digits under mixed-precision polici
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The verb's options (numbers checked by argparse; names by ``TrainingConfig`` in ``run``)."""
+    from explorer.analysis.training import MAX_EPOCHS, MAX_SEED
+    from explorer.cli import bounded_int, positive_int
+
     parser.add_argument(
         "--policy",
         action="append",
@@ -17,19 +21,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "mixed_float16_no_scaling, mixed_bfloat16, float16, bfloat16",
     )
     parser.add_argument("--model", default="mlp", help="mlp or cnn (default mlp)")
-    parser.add_argument("--epochs", type=int, default=None, help="epochs (default 10)")
+    parser.add_argument(
+        "--epochs",
+        type=positive_int(MAX_EPOCHS),
+        default=None,
+        help=f"epochs (default 10, at most {MAX_EPOCHS})",
+    )
     parser.add_argument(
         "--scenario",
         default="default",
         help="default, or underflow (loss x 2**-18: float16 gradients flush to zero)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--seed", type=bounded_int(0, MAX_SEED), default=0, help=f"random seed (default 0; 0 to {MAX_SEED})"
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON list, one object per policy")
     parser.add_argument("--out", metavar="DIR", help="write PNG plots (curves, histograms) to DIR")
 
 
 def run(args: argparse.Namespace) -> int:
+    """Train each policy and print a table (or ``--json``); everything is checked before TensorFlow loads."""
     import sys
+    from pathlib import Path
 
     from explorer.analysis.training import POLICY_NAMES, TrainingConfig, run_policies
     from explorer.cli import print_json, print_table
@@ -40,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         TrainingConfig(
             policy=p, model=args.model, scenario=args.scenario, epochs=args.epochs, seed=args.seed
         ).validated()
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out!r} exists and is not a directory")
 
     def progress(done: int, total: int) -> None:
         if not args.json and sys.stderr.isatty():
