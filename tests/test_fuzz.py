@@ -795,17 +795,18 @@ def test_the_snapshot_of_the_grammar_loads(files: Files, capsys: Any) -> None:
     assert len(json.loads(capsys.readouterr().out)) == 2
 
 
-@pytest.mark.xfail(
-    raises=OverflowError,
-    strict=True,
-    reason="known bug in explorer/analysis/bits.py: an int beyond float range raises OverflowError",
-)
-def test_known_bug_inspect_value_of_a_huge_int() -> None:
-    """Left out of the grammar above; passes (and then fails as XPASS) once bits.py is fixed."""
+def test_inspect_value_of_numbers_beyond_float64() -> None:
+    """An int beyond float64 rounds like its float64 value (an infinity), with an infinite error;
+    an exponent too large to compute exactly is refused at once (it used to hang)."""
     from explorer.analysis.bits import inspect_value
 
-    with pytest.raises((ValueError, TypeError)):
-        inspect_value(10**400, "float16")
+    big = inspect_value(10**400, "float16")
+    assert big.value == math.inf and big.rounding_error == math.inf
+    assert inspect_value(-(10**400), "float8_e4m3fn").kind == "nan"
+    assert inspect_value("1e400", "float16").rounding_error == math.inf
+    assert inspect_value("inf", "float16").rounding_error == 0.0
+    with pytest.raises(ValueError, match="exponent"):
+        inspect_value("1e-99999999", "float16")
 
 
 def _ci_settings(examples: int) -> settings:

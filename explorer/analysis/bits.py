@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -68,30 +70,52 @@ class BitInfo:
         )
 
 
+#: longest numeric text read (a float64 needs at most ~770 significant digits to be exact)
+MAX_VALUE_LENGTH = 1000
+#: largest decimal exponent read: beyond it every format rounds to 0 or inf, and the exact
+#: rounding error would need a 10**exponent integer (seconds to hours of work)
+MAX_DECIMAL_EXPONENT = 5000
+_EXPONENT = re.compile(r"[eE]\s*([-+]?\d+)")
+
+
+def check_value_text(text: str) -> str:
+    """``text`` when it is short enough and its decimal exponent is in range; ValueError otherwise.
+
+    >>> check_value_text("1e-5")
+    '1e-5'
+    """
+    if len(text) > MAX_VALUE_LENGTH:
+        raise ValueError(f"a value of at most {MAX_VALUE_LENGTH} characters, please")
+    match = _EXPONENT.search(text)
+    if match is not None and abs(int(match.group(1))) > MAX_DECIMAL_EXPONENT:
+        raise ValueError(
+            f"the decimal exponent must be between -{MAX_DECIMAL_EXPONENT} and {MAX_DECIMAL_EXPONENT}"
+        )
+    return text
+
+
 def _parse(value: Any) -> tuple[float, Fraction | None]:
-    """float64 of the value, and its exact rational value when it has one."""
+    """float64 of the value (correctly rounded: beyond float64's range, an infinity), and its
+    exact rational value when it has one (None for inf and nan)."""
     if isinstance(value, str):
-        text = value.strip()
+        text = check_value_text(value.strip())
         try:
             number = float(text)
         except ValueError:
             raise ValueError(f"cannot read {value!r} as a number; write e.g. 0.1, 1e-5, -inf, nan") from None
-        exact = None
-        if np.isfinite(number):
-            try:
-                exact = Fraction(text)
-            except ValueError:
-                exact = Fraction(number)
-        return number, exact
+        if not np.isfinite(number) and text.lower().lstrip("+-") in ("inf", "infinity", "nan"):
+            return number, None
+        return number, Fraction(text)
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise TypeError(f"value must be a number or a numeric string, got {type(value).__name__}")
+    if isinstance(value, int | np.integer):
+        exact = Fraction(int(value))
+        try:
+            return float(exact), exact
+        except OverflowError:  # beyond float64: its correct float64 rounding is an infinity
+            return (math.inf if value > 0 else -math.inf), exact
     number = float(value)
-    exact = (
-        Fraction(int(value))
-        if isinstance(value, int | np.integer)
-        else (Fraction(number) if np.isfinite(number) else None)
-    )
-    return number, exact
+    return number, (Fraction(number) if np.isfinite(number) else None)
 
 
 def value_class(values: np.ndarray, fmt: Any) -> np.ndarray:
@@ -162,11 +186,11 @@ def inspect_value(value: Any, fmt: Any) -> BitInfo:
         error_exact = Fraction(stored) - exact_in
         error = float(error_exact)
         relative = float(error_exact / abs(exact_in)) if exact_in != 0 else None
-    elif stored == number:  # an infinity kept
+    elif exact_in is None and stored == number:  # an infinity in, the same infinity out
         error, relative = 0.0, None
-    else:
+    else:  # a finite value became inf or NaN (the error is that result), or NaN in and out
         with np.errstate(invalid="ignore"):
-            error = stored - number
+            error = stored if exact_in is not None else stored - number
         relative = None
     width = fmt.bits
     return BitInfo(

@@ -8,28 +8,20 @@ import re
 VERB = "bits"
 HELP = "sign/exponent/mantissa bits, exact value, neighbours and rounding error of a value in a format"
 
-#: longest VALUE text read (a float64 needs at most ~770 significant digits to be exact)
-MAX_VALUE_LENGTH = 1000
-#: largest decimal exponent read: beyond it every format rounds to 0 or inf, and the exact
-#: rounding error would need a 10**exponent integer (seconds to hours of work)
-MAX_DECIMAL_EXPONENT = 5000
-_EXPONENT = re.compile(r"[eE]\s*([-+]?\d+)")
-
 
 def value_text(text: str) -> str:
-    """An argparse ``type=`` for VALUE: the text, when it is short and its exponent is in range.
+    """An argparse ``type=`` for VALUE: :func:`explorer.analysis.bits.check_value_text` (short
+    enough, decimal exponent in range) as an argparse error.
 
     >>> value_text("1e-5")
     '1e-5'
     """
-    if len(text) > MAX_VALUE_LENGTH:
-        raise argparse.ArgumentTypeError(f"a value of at most {MAX_VALUE_LENGTH} characters, please")
-    match = _EXPONENT.search(text)
-    if match is not None and abs(int(match.group(1))) > MAX_DECIMAL_EXPONENT:
-        raise argparse.ArgumentTypeError(
-            f"the decimal exponent must be between -{MAX_DECIMAL_EXPONENT} and {MAX_DECIMAL_EXPONENT}"
-        )
-    return text
+    from explorer.analysis.bits import check_value_text
+
+    try:
+        return check_value_text(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
