@@ -479,3 +479,58 @@ def all_values(fmt: Any) -> np.ndarray:
         )
     patterns = np.arange(1 << fmt.bits, dtype=_bit_dtype(fmt))
     return patterns.view(fmt.storage_dtype)
+
+
+# ---------------------------------------------------------------- ordinals
+
+
+def _sign_mask(fmt: Format) -> int:
+    """The sign bit of ``fmt``'s bit patterns (0 for an unsigned format)."""
+    return 1 << (fmt.bits - 1) if fmt.has_sign else 0
+
+
+def ordinals(values: np.ndarray, fmt: Any) -> np.ndarray:
+    """Signed code-point index of each (non-NaN) value of ``fmt``: monotone in the value,
+    consecutive for neighbouring values, 0 for both zeros; ±inf sit just past ±max.
+
+    >>> ordinals(np.array([-1.0, 0.0, 1.0]), "float16").tolist()
+    [-15360, 0, 15360]
+    """
+    fmt = resolve(fmt)
+    with np.errstate(over="ignore", invalid="ignore"):
+        bits = encode(np.asarray(values), fmt)
+    sign = _sign_mask(fmt)
+    if fmt.bits == 64:
+        magnitude = (bits & np.uint64((1 << 63) - 1)).astype(np.int64)
+        negative = (bits >> np.uint64(63)).astype(bool)
+    else:
+        wide = bits.astype(np.int64)
+        magnitude = wide & ~sign if sign else wide
+        negative = (wide & sign).astype(bool) if sign else np.zeros(wide.shape, bool)
+    return np.where(negative, -magnitude, magnitude)
+
+
+def from_ordinals(ords: np.ndarray, fmt: Any) -> np.ndarray:
+    """Values (float64) of the given :func:`ordinals` of ``fmt``.
+
+    >>> from_ordinals(np.array([15360, 15361]), "float16").tolist()
+    [1.0, 1.0009765625]
+    """
+    fmt = resolve(fmt)
+    ords = np.asarray(ords, dtype=np.int64)
+    magnitude = np.abs(ords)
+    if fmt.bits == 64:
+        bits = magnitude.astype(np.uint64) | np.where(ords < 0, np.uint64(1 << 63), np.uint64(0))
+        return bits.view(np.float64).copy()
+    patterns = magnitude | np.where(ords < 0, _sign_mask(fmt), 0)
+    return decode(patterns, fmt)
+
+
+def ulp_of_max(fmt: Any) -> float:
+    """The spacing of values in the binade of the largest finite value of ``fmt``.
+
+    >>> ulp_of_max("float16")
+    32.0
+    """
+    fmt = resolve(fmt)
+    return float(2.0 ** (np.floor(np.log2(fmt.max)) - fmt.mantissa_bits))

@@ -27,10 +27,9 @@ from explorer.analysis.ranges import (
     binary_sweep,
     check_points,
     check_samples,
-    ordinals,
     sweep,
 )
-from explorer.formats import resolve
+from explorer.formats import ordinals, resolve
 from explorer.ops import catalog, get_op
 
 

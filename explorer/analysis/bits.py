@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.analysis.ranges import from_ordinals, ordinals
-from explorer.formats import Format, decode, encode, resolve
+from explorer.formats import Format, decode, encode, from_ordinals, ordinals, resolve
 
 #: Classes of a value.
 VALUE_CLASSES: tuple[str, ...] = ("zero", "subnormal", "normal", "inf", "nan")

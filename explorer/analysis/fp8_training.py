@@ -355,7 +355,7 @@ def train_fp8(
     >>> r.final["loss"] < 2.5
     True
     """
-    from explorer.analysis.training import load_digits_data
+    from explorer.analysis.training.data import load_digits_data
 
     if config is None:
         config = Fp8Config(**overrides)
