@@ -333,7 +333,7 @@ def test_voila_launcher_is_workshop_mode_and_offline(tmp_path: Path) -> None:
         "explorer.ipynb",
         "--Voila.ip=127.0.0.1",
         "disable_check_xsrf",
-        "cull_idle_timeout=300",
+        "cull_idle_timeout=900",
         "cull_interval=60",
         "--template=px-offline",
         "--no-browser",

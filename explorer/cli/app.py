@@ -37,6 +37,8 @@ VERB = "app"
 HELP = "serve the explorer app with Voila on 127.0.0.1 (workshop mode: idle kernels culled, works offline)"
 
 #: The template Voila serves: Voila's lab template minus its CDN icon-font links.
+#: seconds of inactivity after which a visitor's kernel is culled, even with the tab open
+DEFAULT_CULL_IDLE_TIMEOUT = 900
 TEMPLATE_NAME = "px-offline"
 _TEMPLATE = """{%- extends 'voila/templates/lab/index.html.j2' -%}
 {#- Voila's lab template loads Font Awesome from a CDN; skip that block level
@@ -105,7 +107,7 @@ def voila_command(
     port: int,
     *,
     open_browser: bool = False,
-    cull_idle_timeout: int = 300,
+    cull_idle_timeout: int = DEFAULT_CULL_IDLE_TIMEOUT,
     cull_interval: int = 60,
     preheat: bool = False,
     offline_template: bool = True,
@@ -172,8 +174,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cull-idle-timeout",
         type=int,
-        default=300,
-        help="seconds after which an idle visitor's kernel is shut down, tab open or not (default 300)",
+        default=DEFAULT_CULL_IDLE_TIMEOUT,
+        help="seconds after which an idle visitor's kernel is shut down, tab open or not "
+        f"(default {DEFAULT_CULL_IDLE_TIMEOUT}: a visitor reading a page for a while keeps it)",
     )
     parser.add_argument(
         "--cull-interval",
