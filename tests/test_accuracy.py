@@ -118,7 +118,7 @@ def test_cli_accuracy_json_has_one_entry_per_backend() -> None:
             ]
         )
     assert code == 0
-    rows = json.loads(out.getvalue())
+    rows = json.loads(out.getvalue())["result"][0]["backends"]
     assert [r["backend"] for r in rows] == ["numpy", "emulated"]
     keys = {"backend", "max_ulp", "mean_ulp", "correctly_rounded_fraction", "n_inputs", "exhaustive"}
     assert all(keys <= set(r) for r in rows)

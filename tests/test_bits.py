@@ -111,7 +111,7 @@ def test_cli_bits_json_and_negative_values() -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(["bits", "-1.5e-5", "--dtype", "half", "--json"]) == 0
-    data = json.loads(out.getvalue())
+    data = json.loads(out.getvalue())["result"][0]
     assert data["sign"] == 1 and data["kind"] == "subnormal"
     assert data["value"] == float(np.float16(-1.5e-5))
 

@@ -27,7 +27,9 @@ KEYS = {
 
 def test_formats_json_lists_every_format(capsys):
     assert main(["formats", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"environment", "result"}
+    rows = data["result"]
     assert [r["name"] for r in rows] == [f.name for f in all_formats()]
     assert all(set(r) == KEYS for r in rows)
     half = next(r for r in rows if r["name"] == "float16")
@@ -41,10 +43,22 @@ def test_formats_table(capsys):
     assert out[2].startswith("float8_e4m3fn")
 
 
-def test_bad_format_is_one_line_error(capsys):
-    assert main(["formats", "fp17"]) == 2
-    err = capsys.readouterr().err
-    assert "did you mean 'fp16'" in err and "Traceback" not in err
+def test_formats_by_name_or_dtype(capsys):
+    assert main(["formats", "half", "--dtype", "bf16", "--dtype", "float16", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["result"]
+    assert [r["name"] for r in rows] == ["float16", "bfloat16"]  # in order, repeats dropped
+
+
+@pytest.mark.parametrize("argv", [["formats", "fp17"], ["formats", "--dtype", "fp17"]])
+def test_bad_format_is_one_line_error(capsys, argv):
+    with pytest.raises(SystemExit) as exc:  # refused by argparse, before any output
+        main(argv)
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    last = captured.err.splitlines()[-1]
+    assert last.startswith("precision-explorer formats: error: argument ")
+    assert "did you mean 'fp16'" in last and "Traceback" not in captured.err
+    assert captured.out == ""
 
 
 def test_unknown_verb_exits_2():

@@ -792,7 +792,7 @@ def test_the_snapshot_of_the_grammar_loads(files: Files, capsys: Any) -> None:
     from explorer.cli import main
 
     assert main(["kernels", "--load", str(files.snapshot), "--json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == 2
+    assert len(json.loads(capsys.readouterr().out)["result"]) == 2
 
 
 def test_inspect_value_of_numbers_beyond_float64() -> None:

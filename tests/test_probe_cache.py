@@ -186,7 +186,7 @@ def test_two_concurrent_sweeps_in_two_processes_both_end_up_in_the_store(
     for run, (out, err) in zip(runs, outputs, strict=True):
         assert run.returncode == 0, err
         assert "cache" not in err.lower(), err  # no "database is locked", no "working without"
-        rows = json.loads(out)
+        rows = json.loads(out)["result"]
         assert {
             Probe(r["backend"], r["op"], r["dtype"], r["device"], r["mode"]).key: r["status"] for r in rows
         }

@@ -284,7 +284,7 @@ def test_cli_ranges_json_shape() -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(["ranges", "--dtype", "half", "--op", "exp", "--json"]) == 0
-    data = json.loads(out.getvalue())
+    data = json.loads(out.getvalue())["result"][0]
     assert {"format", "op", "backend", "thresholds", "regions"} <= set(data)
     assert data["format"] == "float16" and data["backend"] == "numpy"
     assert data["thresholds"]["overflow"]["positive"]["min"] == 11.09375

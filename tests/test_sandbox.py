@@ -297,7 +297,7 @@ def test_kernels_json_is_valid_json(tmp_path):
         timeout=300,
     )
     assert driver.returncode == 0, driver.stderr
-    rows = json.loads(driver.stdout)
+    rows = json.loads(driver.stdout)["result"]
     assert rows and {r["backend"] for r in rows} == {"numpy"}
 
 

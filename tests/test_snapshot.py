@@ -529,7 +529,7 @@ def test_cli_diff_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "crashed" in captured.out and "only in A" in captured.out and "only in B" in captured.out
     assert "\n  cpu: null -> y\n" in captured.out and "\n  versions.numpy: 2.0.1 -> null\n" in captured.out
     assert main(["kernels", "--diff", str(a), str(b), "--json"]) == 1
-    data = json.loads(capsys.readouterr().out)  # valid JSON: no NaN for a missing side
+    data = json.loads(capsys.readouterr().out)["result"]  # valid JSON: no NaN for a missing side
     assert {c["change"] for c in data["cells"]} == {"changed", "only in A", "only in B"}
 
 
@@ -565,7 +565,7 @@ def test_cli_save_to_empty_path_or_directory_exits_2(
         assert "error: cannot save a snapshot" in capsys.readouterr().err
     # saving over the snapshot being loaded is fine (atomic replace)
     assert main(["kernels", "--load", str(good), "--save", str(good), "--json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == len(_rows())
+    assert len(json.loads(capsys.readouterr().out)["result"]) == len(_rows())
     assert len(load_snapshot(good).rows) == len(_rows())
 
 
@@ -575,7 +575,7 @@ def test_cli_warns_about_repeated_rows_on_one_line(
     path = _write(tmp_path / "dup.json", _document([_row()] * 5))
     assert main(["kernels", "--load", str(path), "--json"]) == 0
     captured = capsys.readouterr()
-    assert len(json.loads(captured.out)) == 1
+    assert len(json.loads(captured.out)["result"]) == 1
     assert captured.err.splitlines() == [
         f"precision-explorer kernels: warning: {path}: 4 row(s) repeat an earlier row's cell "
         "(backend, op, raw_op, dtype, device, mode) and were dropped; the first of each is kept"

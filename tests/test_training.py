@@ -326,7 +326,7 @@ def test_cli_train_json_and_errors(capsys, tmp_path) -> None:
         ]
     )
     assert rc == 0
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["result"]
     assert [d["policy"] for d in data] == ["float32", "bfloat16"]
     for d in data:
         assert len(d["history"]) == 1 and d["seconds"] > 0

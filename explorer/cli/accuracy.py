@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 VERB = "accuracy"
 HELP = "error in ULPs of an elementwise op per backend, against float64 correctly rounded to the format"
+EXIT_1 = "for some --dtype none of the requested backends could run the op"
+JSON_RESULT = (
+    "a list, one entry per --dtype x --device: {op, format, device, exhaustive, backends: [one row "
+    "per backend: backend, status, error, max_ulp, mean_ulp, correctly_rounded_fraction, n_inputs, "
+    "exhaustive, n_nan_mismatch], n_disagreements, disagreements: [the first --disagreements inputs "
+    "where the backends differ]}"
+)
 
 COLUMNS = [
     "backend",
@@ -19,66 +27,78 @@ COLUMNS = [
 ]
 
 
-#: most disagreeing inputs the text output lists
+#: most disagreeing inputs listed
 MAX_DISAGREEMENTS = 100_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The verb's options (numbers checked by argparse; names by :func:`check_names`)."""
-    from explorer.cli import bounded_int
-
-    parser.add_argument("--op", required=True, help="elementwise op, e.g. exp, tanh, add")
-    parser.add_argument("--dtype", required=True, help="format, e.g. float16, bf16")
-    parser.add_argument(
-        "--backend",
-        action="append",
-        default=None,
-        help="backend to measure (repeat for several; default: numpy, tensorflow, emulated)",
+    """The verb's options (numbers and names checked by argparse)."""
+    from explorer.cli import (
+        add_backend_argument,
+        add_device_argument,
+        add_dtype_argument,
+        add_json_argument,
+        add_op_argument,
+        bounded_int,
     )
+
+    add_op_argument(parser, repeat=False, required=True, what="elementwise op (exp, tanh, add, ...)")
+    add_dtype_argument(parser, required=True)
+    add_backend_argument(parser, default="numpy, tensorflow, emulated")
     parser.add_argument(
         "--disagreements",
         type=bounded_int(0, MAX_DISAGREEMENTS),
         default=10,
-        help=f"how many inputs where backends differ to list (text output; 0 to {MAX_DISAGREEMENTS:_})",
+        help=f"how many inputs where backends differ to list (default 10; 0 to {MAX_DISAGREEMENTS:_})",
     )
-    parser.add_argument("--device", default="CPU", help="CPU (default) or GPU")
-    parser.add_argument("--json", action="store_true", help="print a JSON list, one entry per backend")
-
-
-def check_names(args: argparse.Namespace) -> None:
-    """Check op, format, backend and device names before any work; ValueError names the valid ones."""
-    from explorer.backends import get_backend, normalize_device
-    from explorer.formats import resolve
-    from explorer.ops import get_op
-
-    args.op = get_op(args.op).name
-    args.dtype = resolve(args.dtype).name
-    args.device = normalize_device(args.device)
-    if args.backend:
-        args.backend = [get_backend(b).name for b in args.backend]
+    add_device_argument(parser)
+    add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print each backend's ULP summary (table or ``--json``) and the first disagreements."""
+    """Print each backend's ULP summary per format x device (table or ``--json``) and the
+    first disagreements."""
     from explorer.analysis.accuracy import accuracy
     from explorer.analysis.ranges import DEFAULT_BACKENDS
-    from explorer.cli import print_json, print_table
+    from explorer.cli import print_json, print_table, unique
 
-    check_names(args)
-    backends = tuple(args.backend) if args.backend else DEFAULT_BACKENDS
-    result = accuracy(args.op, args.dtype, backends, device=args.device)
-    rows = [b.to_dict() for b in result.backends]
+    backends = tuple(unique(args.backend)) or DEFAULT_BACKENDS
+    devices = unique(args.device) or ["CPU"]
+    entries: list[dict[str, Any]] = []
+    status = 0
+    for dtype in unique(args.dtype):
+        ran = False
+        for device in devices:
+            result = accuracy(args.op, dtype, backends, device=device)
+            ran |= bool(result.results)
+            entries.append(
+                {
+                    "op": result.op,
+                    "format": result.format,
+                    "device": device,
+                    "exhaustive": result.exhaustive,
+                    "backends": [b.to_dict() for b in result.backends],
+                    "n_disagreements": result.n_disagreements(),
+                    "disagreements": result.disagreements(args.disagreements) if args.disagreements else [],
+                }
+            )
+        if not ran:
+            status = 1
     if args.json:
-        print_json(rows)
-    else:
-        scope = "every finite value" if result.exhaustive else "sampled inputs"
-        print(f"{result.op} in {result.format} ({scope})")
-        print_table(rows, COLUMNS)
-        n = result.n_disagreements()
+        print_json(entries)
+        return status
+    for i, e in enumerate(entries):
+        if i:
+            print()
+        scope = "every finite value" if e["exhaustive"] else "sampled inputs"
+        where = f" on {e['device']}" if len(devices) > 1 else ""
+        print(f"{e['op']} in {e['format']}{where} ({scope})")
+        print_table(e["backends"], COLUMNS)
+        n = e["n_disagreements"]
         if n:
+            shown = e["disagreements"]
             print(f"\n{n} inputs where the backends differ", end="")
-            shown = result.disagreements(args.disagreements) if args.disagreements else []
             print(f"; first {len(shown)}:" if shown else ".")
             if shown:
                 print_table(shown, list(shown[0]))
-    return 0 if result.results else 1
+    return status

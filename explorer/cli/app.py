@@ -35,6 +35,8 @@ from explorer.server.limits import default_max_kernels
 
 VERB = "app"
 HELP = "serve the explorer app with Voila on 127.0.0.1 (workshop mode: idle kernels culled, works offline)"
+JSON_RESULT = "with --dry-run only: {command: [the Voila command line], url: the address it serves}"
+EXIT_OTHER = "Voila's own exit status once it stops"
 
 #: The template Voila serves: Voila's lab template minus its CDN icon-font links.
 #: seconds of inactivity after which a visitor's kernel is culled, even with the tab open
@@ -166,6 +168,8 @@ def voila_env(template_root: Path | None) -> dict[str, str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options."""
+    from explorer.cli import add_json_argument
+
     parser.add_argument("--port", type=int, default=8866, help="port on 127.0.0.1 (default 8866)")
     parser.add_argument(
         "--notebook", type=Path, default=None, help="notebook to serve (default notebooks/explorer.ipynb)"
@@ -208,6 +212,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="use Voila's stock template (loads its icon font from a CDN)",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    add_json_argument(parser, "with --dry-run: the command and URL; a running server prints no JSON")
 
 
 def check_options(args: argparse.Namespace) -> None:
@@ -245,11 +250,19 @@ def run(args: argparse.Namespace) -> int:
     from explorer.server.process_tree import supervise
 
     check_options(args)
+    if args.json and not args.dry_run:
+        raise ValueError("--json needs --dry-run: a running Voila server prints no JSON")
     notebook = Path(args.notebook) if args.notebook is not None else find_notebook()
     if not notebook.is_file():
         raise FileNotFoundError(f"notebook {notebook} not found")
     if args.dry_run:
-        print(shlex.join(_command(args, notebook, None)))
+        cmd = _command(args, notebook, None)
+        if args.json:
+            from explorer.cli import print_json
+
+            print_json({"command": cmd, "url": f"http://127.0.0.1:{args.port}/"})
+        else:
+            print(shlex.join(cmd))
         return 0
     with tempfile.TemporaryDirectory(prefix="px-voila-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)

@@ -7,6 +7,12 @@ import re
 
 VERB = "bits"
 HELP = "sign/exponent/mantissa bits, exact value, neighbours and rounding error of a value in a format"
+JSON_RESULT = (
+    "a list of rows: one per --dtype (format, input, value, exact, bits, hex, sign, exponent and "
+    "mantissa fields, kind, below, above, rounding_error, relative_error); with --table one per "
+    "code point of each format (format, code, bits, hex, value, class, sign, exponent_field, "
+    "mantissa_field)"
+)
 
 
 def value_text(text: str) -> str:
@@ -26,6 +32,8 @@ def value_text(text: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options."""
+    from explorer.cli import add_dtype_argument, add_json_argument
+
     # let VALUE be a negative number in any notation (-1.5e-5, -inf), not only -1.5
     parser._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf$")
     parser.add_argument(
@@ -34,34 +42,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=value_text,
         help="the value, e.g. 0.1, 65519, -1e-5, inf (decimal strings give an exact rounding error)",
     )
-    parser.add_argument("--dtype", required=True, help="format, e.g. float16, bf16, e4m3, fp4")
+    add_dtype_argument(parser, required=True)
     parser.add_argument(
-        "--table", action="store_true", help="list every value of a format of 8 bits or fewer instead"
+        "--table", action="store_true", help="list every value of each format (8 bits or fewer) instead"
     )
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the value's bits (or ``--table``: every value of a small format)."""
+    """Print the value's bits in each format (or ``--table``: every value of small formats)."""
     from explorer.analysis.bits import inspect_value, value_table
-    from explorer.cli import print_json, print_table
+    from explorer.cli import print_json, print_table, unique
     from explorer.formats import resolve
 
-    fmt = resolve(args.dtype)  # a bad name is refused before anything else
+    formats = [resolve(d) for d in unique(args.dtype)]
     if args.table:
-        table = value_table(fmt)
-        rows = table.to_dict(orient="records")
+        tables = [(fmt, value_table(fmt)) for fmt in formats]  # every format checked before output
         if args.json:
-            print_json(rows)
-        else:
-            print_table(rows, list(table.columns))
+            print_json([{"format": fmt.name, **r} for fmt, t in tables for r in t.to_dict(orient="records")])
+            return 0
+        for i, (fmt, table) in enumerate(tables):
+            if len(tables) > 1:
+                print(("\n" if i else "") + f"{fmt.name}:")
+            print_table(table.to_dict(orient="records"), list(table.columns))
         return 0
     if args.value is None:
         raise ValueError("give a VALUE (e.g. 0.1), or --table for every value of an 8-bit format")
-    info = inspect_value(args.value, fmt)
+    infos = [inspect_value(args.value, fmt).to_dict() for fmt in formats]
     if args.json:
-        print_json(info.to_dict())
-    else:
-        for key, value in info.to_dict().items():
+        print_json(infos)
+        return 0
+    for i, info in enumerate(infos):
+        if i:
+            print()
+        for key, value in info.items():
             print(f"{key:>15}  {value}")
     return 0

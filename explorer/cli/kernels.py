@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import re
+from collections.abc import Callable
 from typing import Any
 
 VERB = "kernels"
@@ -11,43 +11,55 @@ HELP = (
     "kernel availability per op x dtype x device: declared by TensorFlow's registry and probed "
     "by running (eager, XLA), with explanations and workarounds"
 )
+EXIT_1 = "--diff found a cell whose status changed, or a cell in only one snapshot"
+JSON_RESULT = (
+    "a list of rows (backend, op, raw_op, dtype, device, mode, status, error, explanation, "
+    "workaround; --full: every column); with --diff an object {environment_changes: {key: [A, B]}, "
+    "cells: [rows of cells that changed]}"
+)
 
 TABLE_COLUMNS = ["backend", "op", "raw_op", "dtype", "device", "mode", "status", "explanation"]
 #: longest time one probe may be given (seconds)
 MAX_TIMEOUT = 3600.0
-#: what a TensorFlow raw op name can look like (``Cholesky``, ``_FusedConv2D``); checked
-#: against TensorFlow's registry later, since reading it may need TensorFlow
-_RAW_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+#: the raw-op spelling rule (printed in --help)
+NOTES = (
+    "op names: a catalog op is named as the catalog spells it (lower_case: exp, qr, linspace, add), "
+    "or in any other case (EXP) unless that spelling is a TensorFlow raw op. A name spelled exactly "
+    "as TensorFlow spells a raw op (Exp, Qr, LinSpace, Add, _FusedConv2D) is that raw op alone: its "
+    "registry rows (mode registry, backend tensorflow; a raw op has no inputs to run it with). So "
+    "--op qr is the catalog op qr (every raw op it dispatches to, and its eager and XLA probes), "
+    "--op Qr the raw op Qr. A name that is neither, in any case, is refused."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options (see ``precision-explorer kernels --help``).
 
-    Numbers are checked by argparse, names by :func:`check_names` before anything runs.
+    Numbers and names are checked by argparse, the group and which ops are raw ops by
+    :func:`check_names` and :func:`resolve_op_names` before anything runs.
     """
-    from explorer.cli import positive_float
+    from explorer.cli import (
+        add_backend_argument,
+        add_device_argument,
+        add_dtype_argument,
+        add_json_argument,
+        add_op_argument,
+        positive_float,
+    )
 
+    add_op_argument(parser, raw_ops=True, default="the whole catalog")
+    add_dtype_argument(parser, default="every float dtype TensorFlow has")
+    add_device_argument(parser)
+    add_backend_argument(parser, default="all")
     parser.add_argument(
-        "--op",
+        "--mode",
         action="append",
-        metavar="NAME",
-        help="catalog op (cholesky) or TensorFlow raw op (Cholesky); repeatable; default: the whole catalog",
-    )
-    parser.add_argument(
-        "--dtype",
-        action="append",
-        metavar="D",
-        help="format name or alias (float16, bf16, ...); default: every float dtype TensorFlow has",
-    )
-    parser.add_argument("--device", action="append", metavar="CPU|GPU", help="default: CPU")
-    parser.add_argument(
-        "--backend", action="append", metavar="B", help="tensorflow, numpy, emulated, torch; default: all"
-    )
-    parser.add_argument(
-        "--mode", action="append", choices=["registry", "eager", "xla"], help="default: all three"
+        choices=["registry", "eager", "xla"],
+        help="registry (declared), eager or xla (probed); repeat for several; default: all three",
     )
     parser.add_argument("--group", help="only ops of this catalog group (unary, linalg, nn, ...)")
-    parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
+    add_json_argument(parser)
     parser.add_argument(
         "--full",
         action="store_true",
@@ -72,28 +84,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_names(args: argparse.Namespace) -> None:
-    """Check group, format, backend, device and op names before anything runs.
-
-    Formats, backends and devices become their canonical names; an op must be a catalog op
-    or look like a TensorFlow raw op (whether TensorFlow has it is asked of its registry
-    later).  ValueError names the valid choices.
-    """
-    from explorer.backends import get_backend, normalize_device
-    from explorer.formats import resolve
-    from explorer.ops import GROUPS, catalog, get_op
+    """Check the group before anything runs (formats, backends, devices and the spelling of
+    op names were checked by argparse); ValueError names the valid groups."""
+    from explorer.ops import GROUPS
 
     if args.group is not None and args.group not in GROUPS:
         raise ValueError(f"unknown group {args.group!r}; valid groups: {', '.join(GROUPS)}")
-    if args.dtype:
-        args.dtype = [resolve(d).name for d in args.dtype]
-    if args.backend:
-        args.backend = [get_backend(b).name for b in args.backend]
-    if args.device:
-        args.device = [normalize_device(d) for d in args.device]
-    for name in args.op or []:
-        known = name in catalog() or name.strip().lower() in catalog()
-        if not known and not _RAW_OP_NAME.fullmatch(name):
+
+
+def resolve_op_names(names: list[str], registry: Callable[[], Any]) -> tuple[list[str], list[str]]:
+    """``--op`` names as (catalog op names, TensorFlow raw op names), by the rule of ``--help``.
+
+    In order: a catalog name as written; a raw op as TensorFlow spells it; a catalog name in
+    any case; a raw op in any case (as TensorFlow spells it).  ``registry()`` gives the
+    TensorFlow registry (``ops``, ``has_op``, ``op``); it is only asked when a name is not a
+    catalog name as written.  ValueError (the catalog's, with close matches) for any other name.
+
+    >>> class Reg:
+    ...     ops = {"Qr": None, "Exp": None}
+    ...     def has_op(self, name): return name.lower() in ("qr", "exp")
+    ...     def op(self, name): return type("Info", (), {"name": name.capitalize()})
+    >>> resolve_op_names(["qr", "Qr", "EXP", "exp"], Reg)
+    (['qr', 'exp'], ['Qr'])
+    """
+    from explorer.ops import catalog, get_op
+
+    ops = catalog()
+    catalog_ops: list[str] = []
+    raw_ops: list[str] = []
+    reg: Any = None
+    for name in names:
+        if name in ops:
+            catalog_ops.append(name)
+            continue
+        if reg is None:
+            reg = registry()
+        if name in reg.ops:
+            raw_ops.append(name)
+        elif name.lower() in ops:
+            catalog_ops.append(name.lower())
+        elif reg.has_op(name):
+            raw_ops.append(reg.op(name).name)
+        else:
             get_op(name)  # raises the catalog's ValueError with close matches
+    return list(dict.fromkeys(catalog_ops)), list(dict.fromkeys(raw_ops))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,23 +142,7 @@ def run(args: argparse.Namespace) -> int:
         from explorer.analysis.snapshot import check_save_path
 
         check_save_path(args.save)
-    if args.load is not None:
-        result = _filtered(_load(args.load), args)
-    else:
-        from explorer.analysis.availability import availability
-
-        result = availability(
-            ops=args.op,
-            dtypes=args.dtype,
-            backends=args.backend,
-            devices=args.device,
-            modes=args.mode,
-            use_cache=not args.no_cache,
-            progress=not args.json,
-            probe_timeout=args.timeout,
-        )
-        if args.group:
-            result = result.filter(group=args.group)
+    result = _filtered(_load(args.load), args) if args.load is not None else _sweep(args)
     if args.save is not None:
         from explorer.analysis.snapshot import save_snapshot
 
@@ -161,19 +179,96 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace) -> Any:
+    """Availability of the requested ops: catalog ops through
+    :func:`~explorer.analysis.availability.availability`, raw ops (by the spelling rule) as
+    their registry rows."""
+    from explorer.analysis import registry
+    from explorer.analysis.availability import availability
+
+    catalog_ops: list[str] | None = None
+    raw_ops: list[str] = []
+    if args.op:
+        catalog_ops, raw_ops = resolve_op_names(args.op, lambda: registry.get_registry())
+    if raw_ops:
+        _check_raw_op_request(raw_ops, args)
+    result = availability(
+        ops=catalog_ops,
+        dtypes=args.dtype,
+        backends=args.backend,
+        devices=args.device,
+        modes=args.mode,
+        use_cache=not args.no_cache,
+        progress=not args.json,
+        probe_timeout=args.timeout,
+        registry=registry.get_registry() if raw_ops else None,
+    )
+    if raw_ops:
+        result.rows = _with_raw_op_rows(result.rows, registry.get_registry(), raw_ops, args)
+    if args.group:
+        result = result.filter(group=args.group)
+    return result
+
+
+def _check_raw_op_request(raw_ops: list[str], args: argparse.Namespace) -> None:
+    """ValueError when raw ops are asked for where they have no rows (no registry mode, or
+    no tensorflow backend), naming the catalog ops that run them."""
+    missing = []
+    if args.mode and "registry" not in args.mode:
+        missing.append("--mode registry")
+    if args.backend and "tensorflow" not in args.backend:
+        missing.append("--backend tensorflow")
+    if not missing:
+        return
+    from explorer.ops import find_by_raw_op
+
+    users = sorted({op.name for raw in raw_ops for op in find_by_raw_op(raw)})
+    names = ", ".join(raw_ops)
+    hint = f", or ask for a catalog op that runs it: {', '.join(users)}" if users else ""
+    raise ValueError(
+        f"{names}: a TensorFlow raw op as TensorFlow spells it has registry rows only; "
+        f"add {' and '.join(missing)}{hint}"
+    )
+
+
+def _with_raw_op_rows(rows: Any, reg: Any, raw_ops: list[str], args: argparse.Namespace) -> Any:
+    """``rows`` and the registry rows of each raw op (alone, not the catalog ops that call it);
+    :func:`_check_raw_op_request` made sure the selection has registry rows."""
+    import pandas as pd
+
+    from explorer.analysis.availability import Target, declared_rows
+
+    dtypes = [d for d in (args.dtype or reg.float_dtypes) if d in reg.float_dtypes]
+    targets = [Target(raw, (raw,), False) for raw in raw_ops]
+    extra = pd.DataFrame(declared_rows(reg, targets, dtypes, args.device or ["CPU"]), columns=rows.columns)
+    if extra.empty:
+        return rows
+    if rows.empty:
+        return extra
+    return pd.concat([rows, extra], ignore_index=True)
+
+
 def _filtered(result: Any, args: argparse.Namespace) -> Any:
-    from explorer.backends import normalize_device
-    from explorer.formats import resolve
+    """A loaded snapshot's rows that match the options; ``--op`` by the spelling rule, with the
+    snapshot's own ``raw_op`` column telling raw ops (no registry is read)."""
+    from explorer.ops import catalog
 
     rows = result.rows
     if args.op:
-        keys = {o.lower() for o in args.op}
-        rows = rows[rows["op"].str.lower().isin(keys) | rows["raw_op"].str.lower().isin(keys)]
+        ops, raws = rows["op"].astype(str), rows["raw_op"].astype(str)
+        mask = ops.isin([])
+        for name in args.op:
+            if name in catalog():
+                mask |= ops == name
+            elif (raws == name).any():
+                mask |= raws == name
+            else:
+                mask |= (ops.str.lower() == name.lower()) | (raws.str.lower() == name.lower())
+        rows = rows[mask]
     if args.dtype:
-        rows = rows[rows["dtype"].isin([resolve(d).name for d in args.dtype])]
+        rows = rows[rows["dtype"].isin(args.dtype)]
     if args.device:
-        devs = [normalize_device(d) for d in args.device]
-        rows = rows[rows["device"].isin(devs + [f"XLA_{d}_JIT" for d in devs])]
+        rows = rows[rows["device"].isin(args.device + [f"XLA_{d}_JIT" for d in args.device])]
     if args.backend:
         rows = rows[rows["backend"].isin(args.backend)]
     if args.mode:
@@ -222,7 +317,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
-                "environment": {k: list(v) for k, v in env.items()},
+                "environment_changes": {k: list(v) for k, v in env.items()},
                 "cells": changes.drop(columns=["error_a", "error_b"]).to_dict("records"),
             }
         )

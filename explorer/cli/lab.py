@@ -9,6 +9,11 @@ from pathlib import Path
 
 VERB = "lab"
 HELP = "open JupyterLab at notebooks/explorer.ipynb (the explorer app)"
+JSON_RESULT = (
+    "with --dry-run only: {command: [the JupyterLab command line], url: the address it serves the "
+    "notebook at, notebook: its path}"
+)
+EXIT_OTHER = "JupyterLab's own exit status once it stops"
 
 
 def lab_command(root: Path, notebook: Path, port: int, *, open_browser: bool = True) -> list[str]:
@@ -34,7 +39,7 @@ def lab_command(root: Path, notebook: Path, port: int, *, open_browser: bool = T
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options."""
-    from explorer.cli import bounded_int
+    from explorer.cli import add_json_argument, bounded_int
 
     parser.add_argument(
         "--port", type=bounded_int(1, 65535), default=8888, help="port on 127.0.0.1 (default 8888)"
@@ -44,23 +49,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    add_json_argument(parser, "with --dry-run: the command and URL; a running server prints no JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     """Start the server (or print its command with --dry-run); returns its exit status."""
     import subprocess
 
+    from explorer.cli import print_json
     from explorer.cli.app import find_notebook
 
+    if args.json and not args.dry_run:
+        raise ValueError("--json needs --dry-run: a running JupyterLab prints no JSON")
     notebook = (args.notebook if args.notebook is not None else find_notebook()).resolve()
     if not notebook.is_file():
         raise FileNotFoundError(f"notebook {notebook} not found")
     root = notebook.parent.parent if notebook.parent.name == "notebooks" else notebook.parent
     cmd = lab_command(root, notebook, args.port, open_browser=not args.no_browser)
     if args.dry_run:
-        print(" ".join(cmd))
+        if args.json:
+            relative = notebook.relative_to(root.resolve()).as_posix()
+            url = f"http://127.0.0.1:{args.port}/lab/tree/{relative}"
+            print_json({"command": cmd, "url": url, "notebook": str(notebook)})
+        else:
+            print(" ".join(cmd))
         return 0
     try:
-        return subprocess.call(cmd, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        # TensorFlow's C++ logging quiet in the kernels unless --verbose (main() set it) or
+        # the environment says otherwise
+        env = dict(os.environ)
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        return subprocess.call(cmd, env=env)
     except KeyboardInterrupt:
         return 130

@@ -3,106 +3,136 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 VERB = "ranges"
 HELP = "number line of a format, or which inputs of an op overflow/underflow/go subnormal/NaN"
+EXIT_1 = "for some --dtype none of the requested backends could run the op (e.g. numpy has no float8)"
+JSON_RESULT = (
+    "a list of entries. Without --op one per --dtype: {format, number_line}. With --op one per "
+    "--dtype x --device x --backend: {format, op, backend, device, status, error, exhaustive, "
+    "counts, thresholds, regions, number_line, ...} (binary ops: shape and counts of the 2-D map, "
+    "empty thresholds and regions)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The verb's options (numbers checked by argparse; names by :func:`check_names`)."""
+    """The verb's options (numbers and names checked by argparse)."""
     from explorer.analysis.ranges import MAX_SAMPLES
-    from explorer.cli import bounded_int
+    from explorer.cli import (
+        add_backend_argument,
+        add_device_argument,
+        add_dtype_argument,
+        add_json_argument,
+        add_op_argument,
+        bounded_int,
+    )
 
-    parser.add_argument("--dtype", required=True, help="format, e.g. float16, bf16, e4m3")
-    parser.add_argument(
-        "--op",
-        help="elementwise op (unary: input intervals; binary: 2-D map counts); "
-        "without it: the format's number line",
+    add_dtype_argument(parser, required=True)
+    add_op_argument(
+        parser,
+        repeat=False,
+        what="elementwise op (unary: input intervals; binary: 2-D map counts)",
+        default="each format's number line",
     )
-    parser.add_argument(
-        "--backend",
-        default=None,
-        help="numpy, tensorflow, emulated or torch (default: numpy where it has the format, else emulated)",
-    )
+    add_backend_argument(parser, default="numpy where it has the format, else emulated")
     parser.add_argument(
         "--samples",
         type=bounded_int(2, MAX_SAMPLES),
         default=None,
         help=f"values per sign for formats wider than 16 bits (default 32768, 2 to {MAX_SAMPLES:_})",
     )
-    parser.add_argument("--device", default="CPU", help="CPU (default) or GPU")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def check_names(args: argparse.Namespace) -> None:
-    """Check format, op, backend and device names before any work; ValueError names the valid ones."""
-    from explorer.backends import get_backend, normalize_device
-    from explorer.formats import resolve
-    from explorer.ops import get_op
-
-    args.dtype = resolve(args.dtype).name
-    args.device = normalize_device(args.device)
-    if args.op is not None:
-        args.op = get_op(args.op).name
-    if args.backend is not None:
-        args.backend = get_backend(args.backend).name
+    add_device_argument(parser)
+    add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print each format's number line, or the op's regions per format x device x backend."""
     from explorer.analysis import ranges
     from explorer.backends import get_backend
-    from explorer.cli import print_json, print_table, safe_text
+    from explorer.cli import print_json, print_table, safe_text, unique
     from explorer.formats import resolve
     from explorer.ops import get_op
 
-    check_names(args)
-    fmt = resolve(args.dtype)
-    line = ranges.number_line(fmt)
+    formats = [resolve(d) for d in unique(args.dtype)]
+    devices = unique(args.device) or ["CPU"]
     if args.op is None:
+        lines = [ranges.number_line(fmt).to_dict() for fmt in formats]
         if args.json:
-            print_json({"format": fmt.name, "number_line": line.to_dict()})
-        else:
+            print_json([{"format": line["format"], "number_line": line} for line in lines])
+            return 0
+        for i, line in enumerate(lines):
+            if len(lines) > 1:
+                print(("\n" if i else "") + f"{line['format']}:")
             print_table(
-                [{"boundary": k, "value": v} for k, v in line.to_dict().items() if k != "format"],
+                [{"boundary": k, "value": v} for k, v in line.items() if k != "format"],
                 ["boundary", "value"],
             )
         return 0
     op = get_op(args.op)
-    backend = args.backend
-    if backend is None:
-        backend = "numpy" if get_backend("numpy").supports_format(fmt) else "emulated"
     samples = args.samples if args.samples is not None else ranges.DEFAULT_SAMPLES
-    if op.elementwise and op.arity == 2:
-        bmap = ranges.binary_map(op, fmt, backend, device=args.device)
-        data = bmap.to_dict()
-        data["thresholds"] = {}
-        data["regions"] = []
-        ran = bmap.kinds.size > 0
-        if args.json:
-            print_json(data)
-        else:
-            print(
-                f"{op.name} in {fmt.name} on {bmap.backend}: {bmap.status} "
-                f"({'every pair' if bmap.exhaustive else f'{bmap.a.size}x{bmap.b.size} grid'})"
-            )
-            print_table([{"kind": k, "pairs": v} for k, v in bmap.counts().items()], ["kind", "pairs"])
-        return 0 if ran else 1
-    regions = ranges.op_regions(op, fmt, backend, samples, device=args.device)
-    data = regions.to_dict()
-    data["number_line"] = line.to_dict()
+    entries: list[dict[str, Any]] = []
+    status = 0
+    for fmt in formats:
+        line = ranges.number_line(fmt).to_dict()
+        backends = unique(args.backend) or [
+            "numpy" if get_backend("numpy").supports_format(fmt) else "emulated"
+        ]
+        ran = False
+        for device in devices:
+            if op.elementwise and op.arity == 2:
+                for backend in backends:
+                    bmap = ranges.binary_map(op, fmt, backend, device=device)
+                    ran |= bmap.kinds.size > 0
+                    entries.append(_entry(bmap.to_dict(), device, line, binary=bmap))
+            else:
+                found = ranges.regions_all(op, fmt, backends, samples, device=device)
+                for backend in backends:
+                    regions = found[backend]
+                    ran |= regions.ran
+                    entries.append(_entry(regions.to_dict(), device, line, unary=regions))
+        if not ran:
+            status = 1
     if args.json:
-        print_json(data)
-    else:
+        print_json([{k: v for k, v in e.items() if not k.startswith("_")} for e in entries])
+        return status
+    for i, e in enumerate(entries):
+        if i:
+            print()
+        where = f"{e['backend']}" + (f" ({e['device']})" if len(devices) > 1 else "")
+        if "_binary" in e:
+            bmap = e["_binary"]
+            grid = "every pair" if bmap.exhaustive else f"{bmap.a.size}x{bmap.b.size} grid"
+            print(f"{op.name} in {e['format']} on {where}: {bmap.status} ({grid})")
+            if bmap.error:
+                print(f"  {safe_text(bmap.error)}")
+            print_table([{"kind": k, "pairs": v} for k, v in bmap.counts().items()], ["kind", "pairs"])
+            continue
+        regions = e["_unary"]
         how = "every finite value" if regions.exhaustive else "sampled, boundaries refined"
-        print(
-            f"{op.name} in {fmt.name} on {regions.backend}: {regions.status}, "
-            f"{regions.inputs.size} inputs ({how})"
-        )
+        size = regions.inputs.size
+        print(f"{op.name} in {e['format']} on {where}: {regions.status}, {size} inputs ({how})")
         if regions.error:
             print(f"  {safe_text(regions.error)}")
-        print_table([i.to_dict() for i in regions.intervals], ["kind", "lo", "hi", "count"])
+        print_table([r.to_dict() for r in regions.intervals], ["kind", "lo", "hi", "count"])
         for kind, t in regions.thresholds.items():
             for side in ("negative", "positive"):
                 if t[side]:
                     print(f"{kind:>9} {side}: [{t[side]['min']!r}, {t[side]['max']!r}]")
-    return 0 if regions.ran else 1
+    return status
+
+
+def _entry(
+    data: dict[str, Any], device: str, line: dict[str, Any], binary: Any = None, unary: Any = None
+) -> dict[str, Any]:
+    """One JSON entry: the analysis' own dict, with its device and the format's number line
+    (the ``_``-keys keep the result objects for the text output)."""
+    data = {**data, "device": device}
+    if binary is not None:
+        data.setdefault("thresholds", {})
+        data.setdefault("regions", [])
+        data["_binary"] = binary
+    else:
+        data["_unary"] = unary
+    data["number_line"] = line
+    return data

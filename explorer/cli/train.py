@@ -6,12 +6,16 @@ import argparse
 
 VERB = "train"
 HELP = "train a small MLP/CNN on the bundled digits under mixed-precision policies (Keras on TensorFlow)"
+JSON_RESULT = (
+    "a list, one object per policy (policy, model, scenario, compute_dtype, variable_dtype, "
+    "loss_scaling, history: [one object per epoch], final, grad_zero_fraction, skipped_steps, seconds, ...)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options (numbers checked by argparse; names by ``TrainingConfig`` in ``run``)."""
     from explorer.analysis.training import MAX_EPOCHS, MAX_SEED
-    from explorer.cli import bounded_int, positive_int
+    from explorer.cli import add_json_argument, bounded_int, positive_int
 
     parser.add_argument(
         "--policy",
@@ -35,12 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=bounded_int(0, MAX_SEED), default=0, help=f"random seed (default 0; 0 to {MAX_SEED})"
     )
-    parser.add_argument("--json", action="store_true", help="print a JSON list, one object per policy")
+    add_json_argument(parser)
     parser.add_argument("--out", metavar="DIR", help="write PNG plots (curves, histograms) to DIR")
 
 
 def run(args: argparse.Namespace) -> int:
     """Train each policy and print a table (or ``--json``); everything is checked before TensorFlow loads."""
+    import importlib.util
     import sys
     from pathlib import Path
 
@@ -55,6 +60,12 @@ def run(args: argparse.Namespace) -> int:
         ).validated()
     if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
         raise ValueError(f"--out {args.out!r} exists and is not a directory")
+    if not getattr(args, "verbose", False) and importlib.util.find_spec("tensorflow") is not None:
+        # TensorFlow first, through the quiet import (its import-time C++ lines hidden), not
+        # through Keras' plain ``import tensorflow``
+        from explorer.backends.tensorflow_backend import import_tensorflow
+
+        import_tensorflow()
 
     def progress(done: int, total: int) -> None:
         if not args.json and sys.stderr.isatty():
