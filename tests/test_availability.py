@@ -1,8 +1,16 @@
-"""Kernel availability: real registry, real sandbox runs, explanations, workarounds, cache, snapshots."""
+"""Kernel availability: real registry, real sandbox runs, explanations, workarounds, cache, snapshots.
+
+The TensorFlow rows are checked against two independent paths: the registry oracle
+(``tests/registry_oracle.py``, its own reading of TensorFlow's registry) for what is declared,
+and a direct run of TensorFlow's public function in this test process for what runs.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from registry_oracle import Oracle, oracle
 
 from explorer.analysis import availability as av
 from explorer.analysis.probe import Probe, run_probes
@@ -13,6 +21,13 @@ from explorer.outcome import Status
 from explorer.sandbox import Sandbox, default_sandbox
 
 RAN = ("ok", "fallback")
+SEED_OPS = ("range", "cholesky", "exp")
+SEED_DTYPES = ("float16", "bfloat16")
+#: the raw op each seed op runs, and the registry device type of each mode on CPU (written out here)
+RAW = {"range": "Range", "cholesky": "Cholesky", "exp": "Exp"}
+CPU_DEVICE_TYPE = {"eager": "CPU", "xla": "XLA_CPU_JIT"}
+#: the status of a failed run, from what the registry declares for the raw op that failed
+FAILED_AS = {"no_kernel": "no_kernel", "unsupported_dtype": "unsupported_dtype", "ok": "error"}
 
 
 @pytest.fixture(autouse=True)
@@ -26,19 +41,68 @@ def reg() -> Registry:
 
 
 @pytest.fixture(scope="module")
+def orc() -> Oracle:
+    return oracle()
+
+
+@pytest.fixture(scope="module")
 def seed_result(reg: Registry, tmp_path_factory) -> av.AvailabilityResult:  # type: ignore[no-untyped-def]
     mp = pytest.MonkeyPatch()
     mp.setenv("PX_CACHE_DIR", str(tmp_path_factory.mktemp("seedcache")))
     try:
         return av.availability(
-            ops=["range", "cholesky", "exp"],
-            dtypes=["float16", "bfloat16"],
+            ops=list(SEED_OPS),
+            dtypes=list(SEED_DTYPES),
             backends=["tensorflow", "numpy", "emulated"],
             progress=False,
             registry=reg,
         )
     finally:
         mp.undo()
+
+
+def _public_call(tf: Any, op: str, dtype: Any) -> tuple[Any, list[Any]]:
+    """TensorFlow's public function for a seed op and its inputs, written here (not the catalog's)."""
+    spd = [[4.0, 1.0, 0.5, 0.2], [1.0, 3.0, 0.3, 0.1], [0.5, 0.3, 2.0, 0.4], [0.2, 0.1, 0.4, 1.5]]
+    return {
+        "range": (lambda: tf.range(12, dtype=dtype), []),
+        "cholesky": (tf.linalg.cholesky, [tf.constant(spd, dtype=dtype)]),
+        "exp": (tf.math.exp, [tf.constant([-2.0, -0.5, 0.0, 1.5], dtype=dtype)]),
+    }[op]
+
+
+@pytest.fixture(scope="module")
+def direct() -> dict[tuple[str, str, str], bool]:
+    """(op, dtype, mode) -> did TensorFlow's public call run on CPU and return that dtype, run here."""
+    import tensorflow as tf
+
+    out = {}
+    for op in SEED_OPS:
+        for name in SEED_DTYPES:
+            dtype = tf.dtypes.as_dtype(name)
+            for mode in ("eager", "xla"):
+                with tf.device("/CPU:0"):
+                    try:
+                        fn, inputs = _public_call(tf, op, dtype)
+                        compiled = tf.function(fn, jit_compile=True, autograph=False)
+                        result = fn(*inputs) if mode == "eager" else compiled(*inputs)
+                    except (tf.errors.OpError, TypeError, ValueError):
+                        out[(op, name, mode)] = False
+                        continue
+                out[(op, name, mode)] = result.dtype == dtype
+    return out
+
+
+def _expected(orc: Oracle, direct: dict[tuple[str, str, str], bool], op: str, dtype: str, mode: str) -> dict:
+    """What a probed TensorFlow row must say, from the oracle and the direct run alone."""
+    declared = orc.declared(RAW[op], dtype, CPU_DEVICE_TYPE[mode])
+    ran = direct[(op, dtype, mode)]
+    return {
+        "declared": declared,
+        "ran": ran,
+        "status": "ok" if ran else FAILED_AS[declared],
+        "disagreement": ran != (declared == "ok"),
+    }
 
 
 def _row(result: av.AvailabilityResult, **keys: str) -> dict:
@@ -53,57 +117,105 @@ def test_rows_have_every_key(seed_result: av.AvailabilityResult) -> None:
         assert r["status"] in [s.value for s in Status]
 
 
-def test_seed_case_range_float16(seed_result: av.AvailabilityResult, reg: Registry) -> None:
-    for mode, device_type in (("eager", "CPU"), ("xla", "XLA_CPU_JIT")):
-        declared = reg.declared("Range", "float16", device_type).value
-        reg_row = _row(
-            seed_result,
-            backend="tensorflow",
-            op="range",
-            dtype="float16",
-            device=device_type,
-            mode="registry",
-        )
-        assert reg_row["status"] == declared
+def test_registry_rows_match_the_oracle(seed_result: av.AvailabilityResult, orc: Oracle) -> None:
+    rows = seed_result.filter(backend="tensorflow", mode="registry").records(full=True)
+    assert {(r["op"], r["dtype"], r["device"]) for r in rows} == {
+        (op, dtype, device) for op in SEED_OPS for dtype in SEED_DTYPES for device in CPU_DEVICE_TYPE.values()
+    }
+    for r in rows:
+        assert r["raw_op"] == RAW[r["op"]]
+        assert r["status"] == r["declared"] == orc.declared(RAW[r["op"]], r["dtype"], r["device"]), r
+
+
+def test_seed_case_range_float16(
+    seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
+) -> None:
+    for mode in ("eager", "xla"):
         run = _row(seed_result, backend="tensorflow", op="range", dtype="float16", device="CPU", mode=mode)
-        assert run["declared"] == declared
-        # the run agrees with the registry, or the disagreement is flagged with a reason
-        agrees = (run["status"] in RAN) == (declared == "ok")
-        assert agrees or run["disagreement"], run
-        if run["status"] not in RAN:
-            assert run["error"] and run["workaround"], run
+        want = _expected(orc, direct, "range", "float16", mode)
+        assert run["declared"] == want["declared"]
+        assert run["status"] == want["status"]
+        assert bool(run["disagreement"]) == want["disagreement"], run
+    # TensorFlow 2.21: tf.range(12, dtype=tf.float16) runs eagerly; under XLA the declared kernel rejects it
+    assert (direct[("range", "float16", "eager")], direct[("range", "float16", "xla")]) == (True, False)
+    xla = _row(seed_result, backend="tensorflow", op="range", dtype="float16", device="CPU", mode="xla")
+    assert "Unsupported dtype" in xla["error"]
+    assert xla["workaround_how"] == "run it eagerly on CPU, where the registry has a float16 kernel"
+    assert "registry declares a float16 kernel, but running it failed (error)" in xla["disagreement"]
     # numpy float16 works (the comparison the seed question makes)
     assert _row(seed_result, backend="numpy", op="range", dtype="float16", device="CPU")["status"] == "ok"
 
 
-def test_every_tensorflow_cell_agrees_or_is_flagged(seed_result: av.AvailabilityResult) -> None:
-    for r in seed_result.records(full=True):
-        if r["backend"] == "tensorflow" and r["mode"] != "registry" and r["declared"]:
-            assert ((r["status"] in RAN) == (r["declared"] == "ok")) or r["disagreement"], r
+def test_every_tensorflow_cell_matches_a_direct_run(
+    seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
+) -> None:
+    """The disagreement flag is set exactly where the oracle's declaration and the direct run differ."""
+    rows = [
+        r for r in seed_result.records(full=True) if r["backend"] == "tensorflow" and r["mode"] != "registry"
+    ]
+    assert {(r["op"], r["dtype"], r["mode"]) for r in rows} == set(direct)
+    for r in rows:
+        want = _expected(orc, direct, r["op"], r["dtype"], r["mode"])
+        assert r["device"] == "CPU", r
+        assert (r["result_dtype"] == r["dtype"]) == want["ran"], r
+        assert r["declared"] == want["declared"], r
+        assert (r["status"] in RAN) == want["ran"], r
+        assert r["status"] == want["status"], r
+        assert bool(r["disagreement"]) == want["disagreement"], r
+        assert bool(r["error"]) == (not want["ran"]), r
+        assert bool(r["workaround"]) == (not want["ran"]), r  # every failed cell here has one
+    # the seed cells hold each kind: runs, failures, and a disagreement
+    outcomes = [_expected(orc, direct, r["op"], r["dtype"], r["mode"]) for r in rows]
+    assert {o["ran"] for o in outcomes} == {True, False}
+    assert {o["disagreement"] for o in outcomes} == {True, False}
 
 
-def test_cholesky_float16_cpu(seed_result: av.AvailabilityResult, reg: Registry) -> None:
-    declared = reg.declared("Cholesky", "float16", "CPU")
+def test_cholesky_float16_cpu(
+    seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
+) -> None:
+    # TensorFlow 2.21 (oracle and direct run agree): no float16 CPU kernel, an XLA one
+    assert orc.declared("Cholesky", "float16", "CPU") == "no_kernel"
+    assert orc.declared("Cholesky", "float16", "XLA_CPU_JIT") == "ok"
+    assert (direct[("cholesky", "float16", "eager")], direct[("cholesky", "float16", "xla")]) == (False, True)
     run = _row(seed_result, backend="tensorflow", op="cholesky", dtype="float16", device="CPU", mode="eager")
-    if declared is Status.NO_KERNEL:
-        assert run["status"] == "no_kernel"
-        for device in reg.kernel_devices("Cholesky", "float16"):
-            assert device in run["explanation"]
-        assert "Cholesky accepts float16" in run["explanation"]
+    assert run["status"] == "no_kernel" and not run["disagreement"]
+    explanation = run["explanation"]
+    assert "Cholesky accepts float16" in explanation
+    assert "registers no float16 kernel for it on CPU" in explanation
+    listed = (
+        explanation.split("float16 kernels exist only for ")[1]
+        .split(".")[0]
+        .replace(" and ", ", ")
+        .split(", ")
+    )
+    assert set(listed) == orc.kernel_device_types("Cholesky", "float16")
+    assert (
+        run["workaround_how"]
+        == "compile it with XLA (jit_compile=True) on CPU, where the registry has a float16 kernel"
+    )
     xla = _row(seed_result, backend="tensorflow", op="cholesky", dtype="float16", device="CPU", mode="xla")
-    if reg.declared("Cholesky", "float16", "XLA_CPU_JIT") is Status.OK:
-        assert xla["status"] in RAN or xla["disagreement"]
+    assert xla["status"] == "ok" and not xla["disagreement"] and xla["result_dtype"] == "float16"
+    assert xla["explanation"] == "cholesky runs natively in float16 on CPU under XLA with tensorflow."
 
 
-def test_cholesky_bfloat16_unsupported(seed_result: av.AvailabilityResult, reg: Registry) -> None:
-    if reg.declared("Cholesky", "bfloat16", "CPU") is not Status.UNSUPPORTED_DTYPE:
-        pytest.skip("this TensorFlow accepts bfloat16 for Cholesky")
+def test_cholesky_bfloat16_unsupported(
+    seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
+) -> None:
+    # TensorFlow 2.21: Cholesky's signature leaves bfloat16 out, and neither run works
+    allowed = orc.type_attrs("Cholesky")["T"]
+    assert allowed is not None
+    allowed_floats = {orc.name_of(v) for v in allowed if v in orc.float_types}
+    assert "bfloat16" not in allowed_floats and "float16" in allowed_floats
     for mode in ("eager", "xla"):
+        assert orc.declared("Cholesky", "bfloat16", CPU_DEVICE_TYPE[mode]) == "unsupported_dtype"
+        assert direct[("cholesky", "bfloat16", mode)] is False
         run = _row(
             seed_result, backend="tensorflow", op="cholesky", dtype="bfloat16", device="CPU", mode=mode
         )
-        assert run["status"] == "unsupported_dtype"
-        assert "does not accept bfloat16" in run["explanation"]
+        assert run["status"] == "unsupported_dtype" and not run["disagreement"]
+        assert "Cholesky does not accept bfloat16 at all" in run["explanation"]
+        said = run["explanation"].split("allows ")[1].split(" (TensorFlow")[0]
+        assert set(said.split(", ")) == allowed_floats
 
 
 def test_every_suggested_workaround_runs_in_the_requested_dtype(seed_result: av.AvailabilityResult) -> None:
@@ -203,14 +315,20 @@ def test_run_probes_reports_each_record_as_it_arrives_and_leaves_no_temporary_fi
         run_probes(NUMPY_PROBES, probe_timeout=float("nan"), sandbox=box)
 
 
-def test_raw_op_without_catalog_entry_gets_registry_rows_only(reg: Registry) -> None:
+def test_raw_op_without_catalog_entry_gets_registry_rows_only(reg: Registry, orc: Oracle) -> None:
     from explorer.ops import catalog
 
     used = {raw for op in catalog().values() for raw in op.tf_raw_ops}
-    raw = next(op for op in reg.ops_with_kernels() if op not in used and reg.op(op).data_attr)
-    res = av.availability(ops=[raw], dtypes=["float16"], progress=False, registry=reg)
+    raw = next(
+        op for op in sorted(orc.op_defs) if op not in used and orc.kernels.get(op) and orc.data_attr(op)
+    )
+    res = av.availability(ops=[raw], dtypes=["float16", "float32"], progress=False, registry=reg)
     assert set(res.rows["mode"]) == {"registry"}
     assert set(res.rows["raw_op"]) == {raw}
+    got = {(r["dtype"], r["device"]): r["status"] for r in res.records()}
+    assert got == {
+        (d, t): orc.declared(raw, d, t) for d in ("float16", "float32") for t in ("CPU", "XLA_CPU_JIT")
+    }
 
 
 def test_bad_input_lists_valid_choices(reg: Registry) -> None:
@@ -240,14 +358,34 @@ def test_snapshot_save_load_diff(seed_result: av.AvailabilityResult, tmp_path) -
         load_snapshot(tmp_path / "c.json")
 
 
-def test_registry_gaps_and_only_on(reg: Registry) -> None:
+def test_registry_gaps_and_only_on(reg: Registry, orc: Oracle) -> None:
     gaps = av.registry_gaps(ops=["cholesky", "exp"], registry=reg)
-    for r in gaps.itertuples(index=False):
-        assert reg.declared(r.raw_op, r.dtype, "CPU").value == r.status != "ok"
-    gpu_only = av.only_on("float16", "GPU", "CPU", registry=reg)
-    for op in gpu_only[:20]:
-        assert reg.declared(op, "float16", "GPU") is Status.OK
-        assert reg.declared(op, "float16", "CPU") is Status.NO_KERNEL
+    got = {
+        (r.raw_op, r.dtype): (r.status, set(filter(None, r.kernel_devices.split(", "))))
+        for r in gaps.itertuples()
+    }
+    want = {
+        (raw, dtype): (orc.declared(raw, dtype, "CPU"), orc.kernel_device_types(raw, dtype))
+        for raw in ("Cholesky", "Exp")
+        for dtype in ("float16", "bfloat16")
+        if orc.declared(raw, dtype, "CPU") != "ok"
+    }
+    assert got == want
+    assert set(want) == {("Cholesky", "float16"), ("Cholesky", "bfloat16")}  # TensorFlow 2.21
+
+    def served(op: str, device: str) -> bool:
+        return any(orc.serves(k, device) for k in orc.kernels.get(op, ()))
+
+    gpu_only = sorted(
+        op
+        for op in orc.float_ops()
+        if served(op, "GPU")
+        and served(op, "CPU")
+        and orc.cells[(op, "float16", "GPU")] == "ok"
+        and orc.cells[(op, "float16", "CPU")] == "no_kernel"
+    )
+    assert len(gpu_only) > 10
+    assert av.only_on("float16", "GPU", "CPU", registry=reg) == gpu_only
 
 
 def test_plots_and_table(seed_result: av.AvailabilityResult) -> None:

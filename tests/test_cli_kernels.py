@@ -1,14 +1,26 @@
-"""``precision-explorer kernels``: JSON rows, raw ops, GPU rows without a GPU, snapshots."""
+"""``precision-explorer kernels``: JSON rows, raw ops, GPU rows without a GPU, snapshots.
+
+What the rows say is checked against the registry oracle (``tests/registry_oracle.py``) and a
+direct run of TensorFlow's public function in this process; the printed workaround is run.
+"""
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+from typing import Any
 
 import pytest
+from registry_oracle import Oracle, oracle
 
 from explorer.analysis.availability import ROW_KEYS
 from explorer.analysis.registry import get_registry
 from explorer.cli import main
+
+CPU_DEVICE_TYPE = {"eager": "CPU", "xla": "XLA_CPU_JIT"}
+HOW = {"eager": "eagerly", "xla": "under XLA"}
 
 
 @pytest.fixture(autouse=True)
@@ -16,23 +28,137 @@ def _cache_dir(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
     monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path / "cache"))
 
 
+@pytest.fixture(scope="module")
+def orc() -> Oracle:
+    return oracle()
+
+
 def _json(capsys, *argv: str) -> list[dict]:  # type: ignore[no-untyped-def]
     assert main(["kernels", *argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
-def test_seed_case_json(capsys) -> None:  # type: ignore[no-untyped-def]
-    reg = get_registry()
+def _runs_directly(op: str, mode: str) -> bool:
+    """Does TensorFlow's public function run in float16 on CPU (eagerly or with jit_compile=True)?"""
+    import tensorflow as tf
+
+    calls: dict[str, tuple[Any, list[Any]]] = {
+        "range": (lambda: tf.range(12, dtype=tf.float16), []),
+        "cholesky": (tf.linalg.cholesky, [tf.constant([[4.0, 1.0], [1.0, 3.0]], dtype=tf.float16)]),
+    }
+    fn, inputs = calls[op]
+    with tf.device("/CPU:0"):
+        try:
+            out = (
+                fn(*inputs)
+                if mode == "eager"
+                else tf.function(fn, jit_compile=True, autograph=False)(*inputs)
+            )
+        except (tf.errors.OpError, TypeError, ValueError):
+            return False
+    return out.dtype == tf.float16
+
+
+def _kernel_list(sentence: str, after: str) -> set[str]:
+    """The device types a sentence lists after ``after`` ("GPU, XLA_CPU_JIT and XLA_GPU_JIT")."""
+    listed = sentence.split(after)[1].split(")")[0].split(".")[0]
+    return set(listed.replace(" and ", ", ").split(", "))
+
+
+def _check_registry_row(r: dict, orc: Oracle, raw: str) -> None:
+    declared = orc.declared(raw, "float16", r["device"])
+    assert r["status"] == declared, r
+    others = orc.kernel_device_types(raw, "float16") - {r["device"]}
+    assert declared in ("ok", "no_kernel"), r  # float16 is in the signature of both seed ops
+    if declared == "ok":
+        assert f"registers a float16 kernel for {raw} on {r['device']}" in r["explanation"]
+        assert _kernel_list(r["explanation"], "(also on ") == others
+    else:
+        assert f"{raw} accepts float16, but TensorFlow" in r["explanation"]
+        assert f"registers no float16 kernel for it on {r['device']}" in r["explanation"]
+        assert _kernel_list(r["explanation"], "float16 kernels exist only for ") == others
+
+
+def test_seed_case_json(capsys, orc: Oracle) -> None:  # type: ignore[no-untyped-def]
     rows = _json(capsys, "--op", "range", "--dtype", "float16", "--device", "CPU", "--backend", "tensorflow")
     assert rows and all(tuple(r) == ROW_KEYS for r in rows)
-    modes = {r["mode"] for r in rows}
-    assert modes == {"registry", "eager", "xla"}
+    assert {(r["mode"], r["device"]) for r in rows} == {
+        ("registry", "CPU"),
+        ("registry", "XLA_CPU_JIT"),
+        ("eager", "CPU"),
+        ("xla", "CPU"),
+    }
     for r in rows:
+        assert r["raw_op"] == "Range"
         if r["mode"] == "registry":
-            assert r["status"] == reg.declared("Range", "float16", r["device"]).value
+            _check_registry_row(r, orc, "Range")
+            continue
+        declared = orc.declared("Range", "float16", CPU_DEVICE_TYPE[r["mode"]])
+        ran = _runs_directly("range", r["mode"])
+        assert (r["status"] == "ok") == ran, r
+        if ran:
+            assert (
+                r["explanation"] == f"range runs natively in float16 on CPU {HOW[r['mode']]} with tensorflow."
+            )
         else:
-            assert r["device"] == "CPU" and r["raw_op"] == "Range"
-            assert r["explanation"]
+            assert r["explanation"].startswith(f"tf.range in float16 on CPU {HOW[r['mode']]} failed in Range")
+            registry_says = "although the registry declares a kernel" in r["explanation"]
+            assert registry_says == (declared == "ok"), r
+    # TensorFlow 2.21: eager runs, XLA's declared kernel rejects float16
+    assert [_runs_directly("range", mode) for mode in ("eager", "xla")] == [True, False]
+
+
+def test_cholesky_float16_explanation_and_workaround(capsys, tmp_path, orc: Oracle) -> None:  # type: ignore[no-untyped-def]
+    """Eager Cholesky in float16 on CPU: no CPU kernel, an XLA one; the printed workaround runs."""
+    snap = tmp_path / "chol.json"
+    argv = [
+        "kernels",
+        "--op",
+        "cholesky",
+        "--dtype",
+        "float16",
+        "--backend",
+        "tensorflow",
+        "--save",
+        str(snap),
+    ]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    rows = {(r["mode"], r["device"]): r for r in _json(capsys, "--load", str(snap))}
+    assert set(rows) == {("registry", "CPU"), ("registry", "XLA_CPU_JIT"), ("eager", "CPU"), ("xla", "CPU")}
+    for device in CPU_DEVICE_TYPE.values():
+        _check_registry_row(rows[("registry", device)], orc, "Cholesky")
+    # the facts, from the oracle and a direct run: no float16 CPU kernel, one for XLA_CPU_JIT
+    assert orc.declared("Cholesky", "float16", "CPU") == "no_kernel"
+    assert "XLA_CPU_JIT" in orc.kernel_device_types("Cholesky", "float16")
+    assert [_runs_directly("cholesky", mode) for mode in ("eager", "xla")] == [False, True]
+    eager = rows[("eager", "CPU")]
+    assert eager["status"] == "no_kernel"
+    text = eager["explanation"]
+    assert text.startswith(
+        "tf.linalg.cholesky in float16 on CPU eagerly failed in Cholesky: Cholesky accepts float16"
+    )
+    assert "registers no float16 kernel for it on CPU" in text
+    assert _kernel_list(text, "float16 kernels exist only for ") == orc.kernel_device_types(
+        "Cholesky", "float16"
+    )
+    how = "compile it with XLA (jit_compile=True) on CPU, where the registry has a float16 kernel"
+    assert text.endswith(f"Workaround: {how}.")
+    assert rows[("xla", "CPU")]["status"] == "ok"
+    # the table prints the workaround's code; run what it printed, in a fresh interpreter
+    block = re.search(re.escape(f"workaround ({how}):\n") + r"(.*?)\n\n(?=---|\d+ rows;)", table, re.S)
+    assert block is not None, table
+    printed = block.group(1).rstrip("\n")
+    assert "jit_compile=True" in printed and printed == eager["workaround"].rstrip("\n")
+    done = subprocess.run(
+        [sys.executable, "-c", printed + "\nprint('result dtype:', result.dtype.name)"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "result dtype: float16"
 
 
 def test_raw_op_name_selects_catalog_op(capsys) -> None:  # type: ignore[no-untyped-def]

@@ -1,9 +1,16 @@
-"""Formats against ml_dtypes / NumPy finfo, bit round trips, names and aliases."""
+"""Formats against the spec table typed from the standards (tests/oracles.py): facts, every
+bit pattern decoded and encoded, rounding from float64 and float32 against the oracle's
+integer rounding; names and aliases."""
 
 from __future__ import annotations
 
+import contextlib
+import math
+from fractions import Fraction
+
 import ml_dtypes
 import numpy as np
+import oracles  # tests/ is on sys.path
 import pytest
 
 from explorer.formats import (
@@ -16,8 +23,9 @@ from explorer.formats import (
     resolve,
 )
 
-NATIVE = [f for f in all_formats() if not f.emulated]
-SMALL = [f for f in all_formats() if f.bits <= 8]
+FORMATS = list(all_formats())
+#: formats whose every bit pattern is decoded and encoded (tf32: 2**19 patterns)
+PATTERNED = [f for f in FORMATS if f.bits <= 19]
 
 
 def test_every_numpy_and_ml_dtypes_float_format_is_known():
@@ -30,51 +38,85 @@ def test_every_numpy_and_ml_dtypes_float_format_is_known():
     }
     assert ml_float_types <= set(FORMAT_NAMES)
     assert {"float64", "float32", "float16", "tf32"} <= set(FORMAT_NAMES)
+    assert set(FORMAT_NAMES) == set(oracles.SPECS)
     assert len(all_formats()) == 16
 
 
-@pytest.mark.parametrize("fmt", NATIVE, ids=str)
-def test_facts_match_finfo(fmt: Format):
-    info = ml_dtypes.finfo(fmt.storage_dtype)
-    assert fmt.bits == info.bits
-    assert fmt.exponent_bits == info.nexp
-    assert fmt.mantissa_bits == info.nmant
-    assert fmt.max == float(info.max)
-    assert fmt.smallest_normal == float(info.smallest_normal)
-    assert fmt.smallest_subnormal == float(info.smallest_subnormal)
-    assert fmt.eps == float(info.eps)
+# ---------------------------------------------------------------- the spec table itself
 
 
-@pytest.mark.parametrize("fmt", [f for f in all_formats() if f.enumerable], ids=str)
-def test_facts_match_enumeration(fmt: Format):
-    with np.errstate(invalid="ignore"):  # ml_dtypes warns when casting bfloat16 NaN payloads
-        values = all_values(fmt).astype(np.float64)
-    finite = values[np.isfinite(values)]
-    assert fmt.max == finite.max()
-    positive = finite[finite > 0]
-    assert fmt.smallest_subnormal == positive.min()
-    assert fmt.has_inf == bool(np.isinf(values).any())
-    assert fmt.has_nan == bool(np.isnan(values).any())
-    above_one = positive[positive > 1.0]
-    assert fmt.eps == above_one.min() - 1.0
-    # the bias is the exponent field of 1.0
-    one = int(encode(1.0, fmt))
-    assert (one >> fmt.mantissa_bits) & ((1 << fmt.exponent_bits) - 1) == fmt.bias
+@pytest.mark.parametrize("spec", oracles.SPECS.values(), ids=lambda s: s.name)
+def test_spec_table_is_consistent(spec: oracles.FormatSpec):
+    """The largest value computed from the fields is the one the spec prints, and the
+    fields fill the width."""
+    assert float(oracles.max_value(spec)) == spec.spec_max
+    assert spec.bits == int(spec.has_sign) + spec.exponent_bits + spec.mantissa_bits
+    assert (spec.overflow == "saturate") == (not spec.has_nan)
 
 
-@pytest.mark.parametrize("fmt", all_formats(), ids=str)
-def test_overflow_behaviour_matches_a_cast(fmt: Format):
-    with np.errstate(over="ignore"):
-        cast = float(fmt.round(np.array([fmt.max * 8.0 if fmt.max < 1e300 else np.inf]))[0])
-    expected = {"inf": np.isinf(cast), "nan": np.isnan(cast), "saturate": cast == fmt.max}
-    assert expected[fmt.overflow]
+def test_spec_table_spot_values():
+    """A few facts as the standards print them, against the table's formulas."""
+    s = oracles.SPECS
+    assert oracles.smallest_subnormal(s["float8_e4m3fn"]) == Fraction(1, 2**9)  # OFP8 Table 1
+    assert oracles.smallest_subnormal(s["float8_e5m2"]) == Fraction(1, 2**16)
+    assert oracles.smallest_normal(s["float8_e5m2"]) == Fraction(1, 2**14)
+    assert oracles.smallest_subnormal(s["float6_e2m3fn"]) == Fraction(1, 8)  # MX section 5.3.2
+    assert oracles.smallest_subnormal(s["float6_e3m2fn"]) == Fraction(1, 16)
+    assert oracles.smallest_subnormal(s["float4_e2m1fn"]) == Fraction(1, 2)
+    assert oracles.smallest_normal(s["float8_e8m0fnu"]) == Fraction(1, 2**127)  # MX section 5.4.1
+    assert oracles.smallest_subnormal(s["float16"]) == Fraction(1, 2**24)  # IEEE 754
+    assert oracles.emax(s["float64"]) == 1023 and oracles.emin(s["float64"]) == -1022
+    assert oracles.eps(s["bfloat16"]) == Fraction(1, 128)
+    assert oracles.eps(s["float8_e8m0fnu"]) == 1
 
 
-def test_overflow_families():
-    by = {f.name: f.overflow for f in all_formats()}
-    assert by["float16"] == by["bfloat16"] == by["float8_e5m2"] == "inf"
-    assert by["float8_e4m3fn"] == by["float8_e4m3fnuz"] == "nan"
-    assert by["float4_e2m1fn"] == by["float6_e2m3fn"] == "saturate"
+# ---------------------------------------------------------------- Format facts against the table
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+def test_facts_match_the_spec(fmt: Format):
+    spec = oracles.SPECS[fmt.name]
+    assert fmt.bits == spec.bits
+    assert fmt.exponent_bits == spec.exponent_bits
+    assert fmt.mantissa_bits == spec.mantissa_bits
+    assert fmt.bias == spec.bias
+    assert fmt.max == spec.spec_max == float(oracles.max_value(spec))
+    assert fmt.smallest_normal == float(oracles.smallest_normal(spec))
+    assert fmt.smallest_subnormal == float(oracles.smallest_subnormal(spec))
+    assert fmt.eps == float(oracles.eps(spec))
+    assert fmt.has_inf is spec.has_inf
+    assert fmt.has_nan is spec.has_nan
+    assert fmt.overflow == spec.overflow
+    assert fmt.has_subnormals is spec.has_subnormals
+    assert fmt.has_sign is spec.has_sign
+    assert fmt.enumerable is (spec.bits <= 16)
+    assert fmt.emulated is (fmt.name == "tf32")
+    assert fmt.storage_dtype.itemsize == {19: 4}.get(spec.bits, max(1, spec.bits // 8))
+    facts = fmt.to_dict()
+    assert facts["name"] == fmt.name and facts["max"] == fmt.max and facts["overflow"] == fmt.overflow
+    assert set(facts) == {
+        *("name", "bits", "exponent_bits", "mantissa_bits", "bias", "max", "smallest_normal"),
+        *("smallest_subnormal", "eps", "has_inf", "has_nan", "overflow"),
+    }
+    assert str(fmt) == fmt.name
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+def test_overflow_behaviour_is_the_spec(fmt: Format):
+    """Far above max, just above max (past the midpoint to the next binade's first value,
+    were there one), and infinity, against the spec table."""
+    spec = oracles.SPECS[fmt.name]
+    top_gap = fmt.eps * 2.0 ** oracles.emax(spec)  # the spacing of the top binade
+    x = np.array([fmt.max * 4, fmt.max + top_gap * 0.75, np.inf], dtype=np.float64)
+    if fmt.name == "float64":
+        x = np.array([np.inf, np.inf, np.inf])
+    with np.errstate(over="ignore", invalid="ignore"):
+        got = fmt.round(x).astype(np.float64)
+    want = {"inf": np.inf, "nan": np.nan, "saturate": fmt.max}[spec.overflow]
+    np.testing.assert_array_equal(got[:2], [want, want])
+    if not fmt.has_inf:
+        assert np.isnan(got[2]) or got[2] == fmt.max
+    np.testing.assert_array_equal(got, oracles.round_array(x, fmt.name))
 
 
 def test_tf32_is_float32_with_ten_mantissa_bits():
@@ -89,26 +131,111 @@ def test_tf32_is_float32_with_ten_mantissa_bits():
     assert encode([1.5, 2.0], tf32).shape == (2,)
 
 
-@pytest.mark.parametrize("name", ["float16", "bfloat16"])
-def test_every_16_bit_pattern_round_trips(name):
-    fmt = resolve(name)
-    patterns = np.arange(1 << 16, dtype=np.uint16)
-    values = decode(patterns, fmt)
-    back = encode(values, fmt)
-    nan = np.isnan(values)
-    assert nan.sum() > 0
-    np.testing.assert_array_equal(back[~nan], patterns[~nan])
-    assert np.isnan(decode(back[nan], fmt)).all()
+# ---------------------------------------------------------------- every bit pattern
 
 
-@pytest.mark.parametrize("fmt", SMALL, ids=str)
-def test_every_small_pattern_round_trips(fmt: Format):
+def _same(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Elementwise: equal values with equal signs of zero, or both NaN."""
+    both_nan = np.isnan(got) & np.isnan(want)
+    return both_nan | ((got == want) & (np.signbit(got) == np.signbit(want)))
+
+
+@pytest.mark.parametrize("fmt", PATTERNED, ids=str)
+def test_decode_every_pattern_as_the_spec_reads_it(fmt: Format):
+    """Every bit pattern (float16 and bfloat16: all 65,536; tf32: 2**19) against the
+    oracle's bit-level decoder, signs of zero and NaN positions included."""
+    spec = oracles.SPECS[fmt.name]
     patterns = np.arange(1 << fmt.bits)
-    values = decode(patterns, fmt)
-    np.testing.assert_array_equal(values, all_values(fmt).astype(np.float64))
+    want = oracles.decode_bits(patterns, spec)
+    # tf32's signalling-NaN patterns warn: see the xfail below; the other formats must not warn
+    with np.errstate(invalid="ignore") if fmt.emulated else contextlib.nullcontext():
+        got = decode(patterns, fmt)
+    assert got.dtype == np.float64
+    bad = ~_same(got, want)
+    assert not bad.any(), (
+        f"{fmt}: patterns {patterns[bad][:5]} decode to {got[bad][:5]}, spec {want[bad][:5]}"
+    )
+    if fmt.enumerable:
+        with np.errstate(invalid="ignore"):  # bfloat16 NaN payloads widen with a warning
+            listed = all_values(fmt).astype(np.float64)
+        assert _same(listed, want).all()
+    nan_count = {"ieee": 2 * ((1 << fmt.mantissa_bits) - 1), "all_ones": 2, "negative_zero": 1}
+    assert int(np.isnan(want).sum()) == nan_count.get(spec.nan, int(spec.has_nan))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RuntimeWarning,
+    reason="explorer bug: decode(pattern, 'tf32') of a signalling-NaN pattern (exponent all ones, "
+    "top mantissa bit 0) warns 'invalid value encountered in cast' (an error under filterwarnings); "
+    "the other formats' decode silences it",
+)
+def test_decode_tf32_nan_patterns_quietly():
+    assert np.isnan(decode(np.array([0x3FC01, 0x3FE00]), "tf32")).all()
+
+
+@pytest.mark.parametrize("name", oracles.SPECS)
+def test_the_oracle_roundings_agree(name: str):
+    """The oracle's vectorised float64 rounding and its integer rounding are one rule."""
+    rng = np.random.default_rng(5)
+    t = oracles.target(name)
+    x = 2.0 ** rng.uniform(-1074 if name == "float64" else -150, 1023.9 if name == "float64" else 130, 2000)
+    x = x * rng.choice([-1.0, 1.0], x.size)
+    modes: tuple[oracles.RoundingMode, ...] = ("nearest_even", "toward_zero", "away_from_zero")
+    for mode in modes:
+        vectorised = oracles.round_array(x, name, mode)
+        ratios = [(abs(v).as_integer_ratio(), v < 0) for v in x.tolist()]
+        integer = [oracles.round_ratio(num, den, t, mode, negative) for (num, den), negative in ratios]
+        assert _same(vectorised, np.array(integer)).all()
+
+
+@pytest.mark.parametrize("fmt", PATTERNED, ids=str)
+def test_encode_every_value_gives_its_pattern(fmt: Format):
+    """Encoding each decoded value gives back its pattern (NaN: some NaN pattern)."""
+    spec = oracles.SPECS[fmt.name]
+    patterns = np.arange(1 << fmt.bits)
+    values = oracles.decode_bits(patterns, spec)
+    nan = np.isnan(values)
     back = encode(values, fmt)
-    keep = ~np.isnan(values)
-    np.testing.assert_array_equal(back[keep], patterns[keep])
+    assert back.dtype.kind == "u"
+    np.testing.assert_array_equal(back[~nan].astype(np.int64), patterns[~nan])
+    assert np.isnan(oracles.decode_bits(back[nan].astype(np.int64), spec)).all()
+    # and from the storage dtype itself (no float64 detour)
+    if not fmt.emulated:
+        with np.errstate(invalid="ignore"):
+            stored = values.astype(fmt.storage_dtype)
+        np.testing.assert_array_equal(encode(stored, fmt)[~nan].astype(np.int64), patterns[~nan])
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f.enumerable], ids=str)
+def test_encode_of_stored_values_keeps_every_pattern(fmt: Format):
+    """Values already in the storage dtype are encoded as they are stored: NaN payloads and
+    signalling NaNs included (a float64 detour would change them)."""
+    with np.errstate(invalid="ignore"):
+        stored = all_values(fmt)
+    np.testing.assert_array_equal(encode(stored, fmt).astype(np.int64), np.arange(1 << fmt.bits))
+
+
+def test_encode_rounds_overflow_and_nan_without_warnings():
+    """encode declares its own overflow (filterwarnings = error turns a warning into a failure)."""
+    x = np.array([1e6, np.nan, np.inf, -np.inf])
+    assert encode(x, "float16").tolist() == [0x7C00, 0x7E00, 0x7C00, 0xFC00]
+    assert encode(x, "float8_e4m3fn").tolist() == [0x7F, 0x7F, 0x7F, 0xFF]
+    assert encode(x, "bfloat16").tolist()[2:] == [0x7F80, 0xFF80]
+    assert encode(np.array([1e6, np.inf]), "float4_e2m1fn").tolist() == [0b0111, 0b0111]  # saturates
+
+
+def test_encode_decode_by_hand():
+    """A few patterns from the spec documents themselves."""
+    assert int(encode(448.0, "float8_e4m3fn")) == 0b0_1111_110
+    assert int(encode(-57344.0, "float8_e5m2")) == 0b1_11110_11
+    assert int(encode(np.inf, "float8_e5m2")) == 0b0_11111_00
+    assert int(encode(-0.0, "float8_e4m3fnuz")) == 0  # no -0: the sign is dropped
+    assert np.isnan(decode(0x80, "float8_e4m3fnuz"))
+    assert int(encode(2.0**127, "float8_e8m0fnu")) == 0xFE and np.isnan(decode(0xFF, "float8_e8m0fnu"))
+    assert int(encode(6.0, "float4_e2m1fn")) == 0b0_11_1 and int(encode(-0.5, "float4_e2m1fn")) == 0b1_00_1
+    assert int(encode(1.0, "tf32")) == 127 << 10 and float(decode(1, "tf32")) == 2.0**-136
+    assert encode(np.array([[1.0, 2.0]]), "float16").shape == (1, 2)
 
 
 def test_all_float16_values():
@@ -117,6 +244,157 @@ def test_all_float16_values():
     assert np.unique(values.view(np.uint16)).size == 65536
     with pytest.raises(ValueError, match="16 bits or fewer"):
         all_values("float32")
+
+
+# ---------------------------------------------------------------- rounding against the oracle
+
+
+def _probe_values(fmt: Format, rng: np.random.Generator) -> np.ndarray:
+    """Float64 values that exercise rounding: random magnitudes over the whole range (and a
+    little beyond, both ends), every midpoint between neighbours with nudges either side
+    (ties to even) for formats of <= 19 bits, and the midpoints around max and the smallest."""
+    spec = oracles.SPECS[fmt.name]
+    low = math.log2(fmt.smallest_subnormal) - 2
+    high = math.log2(fmt.max) + (0.5 if fmt.name != "float64" else 0.0)
+    magnitudes = 2.0 ** rng.uniform(low, high, 4000)
+    parts = [magnitudes, -magnitudes if fmt.has_sign else magnitudes]
+    if fmt.bits <= 19:
+        values = oracles.decode_bits(np.arange(1 << spec.bits), spec)
+        finite = np.unique(values[np.isfinite(values)])
+        mid = (finite[1:] + finite[:-1]) / 2  # exact in float64: every format has <= 24 bits
+        parts += [mid, np.nextafter(mid, np.inf), np.nextafter(mid, -np.inf), finite]
+        top = float(finite[-1]) + fmt.eps * 2.0 ** oracles.emax(spec) / 2  # tie past max
+        parts.append(np.array([top, np.nextafter(top, 0), -top, fmt.smallest_subnormal / 2]))
+    # infinities (and NaN where the format has one: OCP MX leaves NaN -> FP6/FP4 undefined),
+    # mixed in with everything else: the special-value path must touch only its own elements
+    parts.append(np.array([np.inf, -np.inf, np.nan] if fmt.has_nan else [np.inf, -np.inf]))
+    return np.concatenate(parts)
+
+
+#: Known bugs, named, so that each fails loudly (xfail strict) once fixed.
+E8M0_SUBNORMAL_BUG = (
+    "explorer bug: float8_e8m0fnu rounds values in (2**-127, 1.5 * 2**-127) up to 2**-126 "
+    "(ml_dtypes 0.6 casts float32 subnormals to E8M0 wrongly; Format.round passes them through)"
+)
+E8M0_DOUBLE_ROUNDING_BUG = (
+    "explorer bug: Format.round from float64 to float8_e8m0fnu rounds twice (through float32): "
+    "1.5 - 2**-30 becomes 2.0, not 1.0"
+)
+
+
+def _round_cases() -> list:
+    cases = []
+    for fmt in FORMATS:
+        for dtype in ("float64", "float32"):
+            marks = []
+            if fmt.name == "float8_e8m0fnu":
+                marks = [pytest.mark.xfail(strict=True, reason=E8M0_SUBNORMAL_BUG)]
+            cases.append(pytest.param(fmt, dtype, id=f"{fmt}-from_{dtype}", marks=marks))
+    return cases
+
+
+@pytest.mark.parametrize(("fmt", "dtype"), _round_cases())
+def test_round_is_correctly_rounded(fmt: Format, dtype: str):
+    """``Format.round`` against the oracle's integer rounding of the exact input: the
+    nearest value, ties to even, overflow and underflow as the spec says, -0 kept where the
+    format has one."""
+    rng = np.random.default_rng(1)
+    with np.errstate(over="ignore"):
+        x = _probe_values(fmt, rng).astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        stored = fmt.round(x)
+        got = stored.astype(np.float64)
+    assert stored.dtype == fmt.storage_dtype and stored.shape == x.shape
+    want = oracles.round_array(x.astype(np.float64), fmt.name)
+    bad = ~_same(got, want)
+    assert not bad.any(), f"{fmt}: {x[bad][:4]} rounds to {got[bad][:4]}, correctly {want[bad][:4]}"
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+def test_round_to_any_input_dtype_and_shape(fmt: Format):
+    """:func:`explorer.rounding.round_to` (nearest and toward zero) against the oracle, from
+    integer, float16, float32 and float64 input, 2-D, with an infinity among the values (the
+    special-value path must touch only its own elements): values, storage dtype and shape."""
+    from explorer.rounding import round_to
+
+    rng = np.random.default_rng(3)
+    lo = max(math.log2(fmt.smallest_normal), -20.0)
+    magnitudes = 2.0 ** rng.uniform(lo, min(math.log2(fmt.max), 20.0), 24)
+    x64 = (magnitudes * (rng.choice([-1.0, 1.0], 24) if fmt.has_sign else 1.0)).reshape(4, 6)
+    x64[0, 0] = np.inf
+    inputs = {
+        "int64": np.rint(x64.clip(-1e6, 1e6)).astype(np.int64) if fmt.max > 1e6 else None,
+        "float16": x64.astype(np.float16) if fmt.max >= 65504 else None,
+        "float32": x64.astype(np.float32),
+        "float64": x64,
+    }
+    if fmt.name == "float8_e8m0fnu":
+        inputs["float32"] = None  # the E8M0 float32-subnormal bug aside: see the xfail
+        inputs["float64"] = x64[:, 1:]  # and its double rounding: inputs away from ties only
+        inputs["float64"] = 2.0 ** np.round(np.log2(np.abs(inputs["float64"])))
+    for name, x in inputs.items():
+        if x is None:
+            continue
+        for mode in ("nearest_even", "toward_zero"):
+            with np.errstate(over="ignore", invalid="ignore"):
+                got = round_to(x, fmt, mode)
+            assert got.dtype == fmt.storage_dtype and got.shape == x.shape, (name, mode)
+            with np.errstate(over="ignore", invalid="ignore"):
+                values = got.astype(np.float64)
+            want = oracles.round_array(x.astype(np.float64), fmt.name, mode)
+            if mode == "toward_zero":  # beyond max (inf here) behaves as the cast: documented
+                want = np.where(
+                    np.isinf(x.astype(np.float64)), oracles.round_array(x.astype(np.float64), fmt.name), want
+                )
+            bad = ~_same(values, want)
+            assert not bad.any(), (name, mode, x[bad][:3], values[bad][:3], want[bad][:3])
+
+
+def test_round_to_stochastic_follows_its_seed():
+    from explorer.rounding import round_to
+
+    x = np.linspace(1.0, 2.0, 1000)
+    first = round_to(x, "float8_e4m3fn", "stochastic", rng=11)
+    np.testing.assert_array_equal(round_to(x, "float8_e4m3fn", "stochastic", rng=11), first)
+    assert not np.array_equal(round_to(x, "float8_e4m3fn", "stochastic", rng=12), first)
+    generator = np.random.default_rng(11)
+    np.testing.assert_array_equal(round_to(x, "float8_e4m3fn", "stochastic", rng=generator), first)
+    with pytest.raises(ValueError, match="valid modes: nearest_even, toward_zero, stochastic"):
+        round_to(x, "float16", "up")
+    with pytest.raises(TypeError, match="got str"):
+        round_to(x, "float16", "stochastic", rng="seed")
+
+
+@pytest.mark.xfail(strict=True, reason=E8M0_DOUBLE_ROUNDING_BUG)
+def test_e8m0_round_from_float64_rounds_once():
+    fmt = resolve("float8_e8m0fnu")
+    x = np.array([1.5 - 2**-30, 3.0 - 2**-29])
+    np.testing.assert_array_equal(fmt.round(x).astype(np.float64), [1.0, 2.0])
+
+
+def test_e8m0_rounds_correctly_in_its_normal_range():
+    """The E8M0 bugs aside (xfail above), its rounding is the spec's: ties (1.5 * 2**k) to
+    the even significand, i.e. up, no zero and no sign (NaN)."""
+    fmt = resolve("float8_e8m0fnu")
+    k = np.arange(-120, 120).astype(np.float64)
+    x = np.concatenate([1.5 * 2.0**k, 1.25 * 2.0**k, 1.75 * 2.0**k, [0.0, -1.0, 2.0**-140]])
+    with np.errstate(invalid="ignore"):
+        got = fmt.round(x).astype(np.float64)
+    want = oracles.round_array(x, fmt.name)
+    assert _same(got, want).all()
+    assert np.isnan(want[-3:-1]).all() and want[-1] == 2.0**-127
+
+
+def test_round_keeps_the_shape_and_the_storage_input():
+    f16 = resolve("float16")
+    x = np.arange(6.0).reshape(2, 3) / 7
+    assert f16.round(x).shape == (2, 3)
+    stored = x.astype(np.float16)
+    np.testing.assert_array_equal(f16.round(stored), stored)
+    bf16 = resolve("bfloat16")
+    assert float(bf16.round(np.float64(1 + 2**-8 + 2**-40))) == 1 + 2**-7  # the double-rounding trap
+    assert bf16.round(np.float64(-(2.0**-140))).astype(np.float64).tolist() == -0.0
+    assert np.signbit(bf16.round(np.array([-(2.0**-140)])).astype(np.float64)).all()
 
 
 @pytest.mark.parametrize(
@@ -156,6 +434,49 @@ def test_resolve_framework_dtypes_without_importing_them():
     assert resolve(dtype()).name == "bfloat16"
 
 
+def test_resolve_reads_tensorflow_dtypes_by_module_and_name():
+    class DType:  # what tf.bfloat16 looks like to us
+        __module__ = "tensorflow.python.framework.dtypes"
+        name = "bfloat16"
+
+    class Named:  # not a framework's: its name is not trusted
+        __module__ = "mylib"
+        name = "float16"
+
+    class dtype:  # a class called dtype outside torch
+        __module__ = "mylib"
+
+        def __str__(self):
+            return "float16"
+
+    assert resolve(DType()).name == "bfloat16"
+    for impostor in (Named(), dtype()):
+        with pytest.raises(TypeError, match=r"cannot interpret .* \(type (Named|dtype)\) as a format"):
+            resolve(impostor)
+
+
+def test_resolve_refusals_and_spellings():
+    for spec in (None, True, False):
+        with pytest.raises(
+            TypeError, match=r"pass a name such as 'float16', a NumPy dtype, tf\.DType or torch\.dtype"
+        ):
+            resolve(spec)
+    with pytest.raises(ValueError, match="Valid names"):  # 64 characters: still looked up
+        resolve("a" * 64)
+    with pytest.raises(ValueError, match=r"\.\.\. \(names are at most 64 characters\)"):
+        resolve("a" * 65)
+    assert resolve("E4M3 FN").name == "float8_e4m3fn"  # space -> underscore -> alias without it
+    assert resolve("float8 e4m3fn").name == "float8_e4m3fn"
+    assert resolve("fp_16").name == "float16" and resolve("BF_16").name == "bfloat16"
+    assert resolve("float8_e4m3_ieee").name == "float8_e4m3"
+    with pytest.raises(ValueError, match=r"unknown format 'zzzzzz'\. Valid names: float64, float32, tf32, "):
+        resolve("zzzzzz")
+    with pytest.raises(ValueError, match=r"did you mean 'fp8'\?"):  # a match at 0.5 similarity
+        resolve("f128")
+    with pytest.raises(ValueError, match=r"\(aliases such as half, fp16, bf16, e4m3, e5m2 also work\)"):
+        resolve("zzzzzz")
+
+
 def test_resolve_tensorflow_dtypes():
     from explorer.backends.tensorflow_backend import import_tensorflow
 
@@ -176,22 +497,3 @@ def test_bad_names_name_the_closest_match_and_the_valid_names():
         decode(np.array([1.5]), "float16")
     with pytest.raises(ValueError, match=r"\[0, 2\*\*8\)"):
         decode(256, "float8_e4m3fn")
-
-
-@pytest.mark.parametrize("fmt", [f for f in all_formats() if f.enumerable and f.has_sign], ids=str)
-def test_round_from_float64_is_correctly_rounded(fmt: Format):
-    # an independent nearest search over every finite value of the format
-    with np.errstate(invalid="ignore"):
-        values = np.unique(all_values(fmt).astype(np.float64))
-    values = values[np.isfinite(values)]
-    rng = np.random.default_rng(1)
-    x = rng.uniform(-1, 1, 20_000) * fmt.max * rng.choice([1e-6, 1e-3, 0.1, 1.0], 20_000)
-    i = np.clip(np.searchsorted(values, x), 1, values.size - 1)
-    below, above = values[i - 1], values[i]
-    nearest = np.where(x - below < above - x, below, above)
-    rounded = fmt.round(x).astype(np.float64)
-    ties = (x - below) == (above - x)
-    np.testing.assert_array_equal(rounded[~ties], nearest[~ties])
-    # the double-rounding trap of a cast through float32
-    if fmt.name == "bfloat16":
-        assert float(fmt.round(np.float64(1 + 2**-8 + 2**-40))) == 1 + 2**-7

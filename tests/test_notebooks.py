@@ -1,40 +1,185 @@
-"""Every notebook under notebooks/ (the course, the app, the workshop) runs headless without errors.
+"""Every notebook under notebooks/ (the course, the app, the workshop) runs headless without
+errors and prints the outputs committed under tests/expected/notebooks/.
 
-Each notebook is executed with nbclient in a fresh kernel, from its own folder,
-with a per-notebook timeout; an error output (or a cell raising) fails the test
-with the cell's source and the error's last lines.
+Each notebook is executed once with nbclient in a fresh kernel, from its own folder, with a
+per-notebook timeout; an error output (or a cell raising) fails the test with the cell's
+source and the error's last lines.  Then each code cell's text output is compared with
+``tests/expected/notebooks/<path under notebooks/>.json`` (cell index -> outputs):
+
+- stdout streams and ``text/plain`` results; ``text/html`` only where the plain text is a
+  bare object repr (a pandas Styler: its table is in the HTML only).  Object addresses and
+  Styler table ids are normalised away.  stderr is not compared (TensorFlow's log lines
+  carry timestamps and process ids); images are not compared.
+- Cells tagged ``timing`` in the notebook are left out (wall-clock figures).
+- Cells listed under ``"unstable"`` in the expected file are left out, each with the reason
+  its output differs between two runs on the same machine (they should get a ``timing``
+  tag in the notebook).
+
+A fast test checks, without running anything, that every notebook has an expected file whose
+recorded cell sources are the notebook's current ones: a notebook edited without
+regenerating fails at once.
+
+Regenerate the expected outputs after a deliberate change (notebook or explorer/ output)::
+
+    PX_UPDATE_EXPECTED=1 python -m pytest tests/test_notebooks.py
+
+That run executes the notebooks, rewrites the expected files from their outputs (keeping
+the ``unstable`` entries and their reasons) and passes; review ``git diff tests/expected``
+before committing.  ``PX_NOTEBOOK_TIMEOUT`` sets the seconds one notebook may take.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+NOTEBOOK_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(p for p in NOTEBOOK_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+EXPECTED_DIR = Path(__file__).resolve().parent / "expected" / "notebooks"
 #: Seconds one notebook may take (the training notebooks train real models).
 TIMEOUT = int(os.environ.get("PX_NOTEBOOK_TIMEOUT", "300"))
+#: Set to 1 to rewrite the expected outputs from this run instead of comparing.
+UPDATE = os.environ.get("PX_UPDATE_EXPECTED") == "1"
+REGENERATE = "PX_UPDATE_EXPECTED=1 python -m pytest tests/test_notebooks.py"
 #: The course, in order: notebooks/README.md lists these.
 COURSE = ["01_float16_on_cpu", "02_overflow_underflow", "03_mixed_precision_training", "04_fp8"]
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [str(p.relative_to(NOTEBOOK_DIR)) for p in paths]
+
+
+def expected_path(notebook: Path) -> Path:
+    """``notebooks/workshop/solutions.ipynb`` -> ``tests/expected/notebooks/workshop/solutions.json``."""
+    return (EXPECTED_DIR / notebook.relative_to(NOTEBOOK_DIR)).with_suffix(".json")
+
+
+def _normalised(text: str) -> str:
+    """Text with what differs between identical runs removed: object addresses, Styler's table ids."""
+    text = re.sub(r" at 0x[0-9a-f]+", " at 0x…", text)
+    return re.sub(r"\bT_[0-9a-f]{5}(?=[_\s\"'#])", "T_…", text)
+
+
+def _is_bare_repr(text: str) -> bool:
+    return re.fullmatch(r"<[^\n]* at 0x…>", text) is not None
+
+
+def _source_key(source: str) -> dict[str, str]:
+    """How the expected file names a cell: its first line (for people) and a hash (for the test)."""
+    first = source.strip().splitlines()[0] if source.strip() else ""
+    return {"first_line": first[:100], "sha256": hashlib.sha256(source.encode()).hexdigest()[:16]}
+
+
+def _is_timing(cell: Any) -> bool:
+    return "timing" in cell.get("metadata", {}).get("tags", [])
+
+
+def cell_outputs(cell: Any) -> list[list[str]]:
+    """The compared outputs of one executed code cell, as ``[kind, text]`` pairs in order."""
+    outputs = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            if out.get("name") == "stdout":
+                outputs.append(["stdout", _normalised(out["text"])])
+            continue
+        data = out.get("data", {})
+        plain = _normalised(data["text/plain"]) if "text/plain" in data else None
+        if plain is not None:
+            outputs.append(["text/plain", plain])
+        if "text/html" in data and (plain is None or _is_bare_repr(plain)):
+            outputs.append(["text/html", _normalised(data["text/html"])])
+    # consecutive stdout chunks are one stream (how the kernel splits them is timing)
+    merged: list[list[str]] = []
+    for kind, text in outputs:
+        if merged and kind == "stdout" and merged[-1][0] == "stdout":
+            merged[-1][1] += text
+        else:
+            merged.append([kind, text])
+    return merged
+
+
+def _compared_cells(nb: Any, unstable: dict[str, str]) -> dict[str, Any]:
+    return {
+        str(i): cell
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and not _is_timing(cell) and str(i) not in unstable
+    }
+
+
+def _load_expected(notebook: Path) -> dict[str, Any]:
+    path = expected_path(notebook)
+    if not path.exists():
+        raise AssertionError(f"{path.relative_to(ROOT)} is missing; record it with: {REGENERATE}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _write_expected(notebook: Path, nb: Any, previous: dict[str, Any] | None) -> None:
+    unstable = (previous or {}).get("unstable", {})
+    cells = {
+        index: {**_source_key(cell.source), "outputs": cell_outputs(cell)}
+        for index, cell in _compared_cells(nb, unstable).items()
+    }
+    record = {
+        "notebook": str(notebook.relative_to(ROOT)),
+        "regenerate": REGENERATE,
+        "unstable": unstable,
+        "cells": cells,
+    }
+    path = expected_path(notebook)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def test_the_course_notebooks_and_the_app_exist() -> None:
     names = {p.stem for p in NOTEBOOKS}
     assert "explorer" in names
     assert {"exercises", "solutions"} <= {p.stem for p in NOTEBOOKS if p.parent.name == "workshop"}
-    readme = (ROOT / "notebooks" / "README.md").read_text()
+    readme = (NOTEBOOK_DIR / "README.md").read_text()
     positions = [readme.find(name) for name in COURSE]
     assert all(p >= 0 for p in positions), "notebooks/README.md must list every course notebook"
     assert positions == sorted(positions), "notebooks/README.md must list the course in order"
 
 
+@pytest.mark.skipif(UPDATE, reason="the expected files are being rewritten")
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_expected_outputs_are_recorded_for_the_current_notebook(path: Path) -> None:
+    """Without running anything: the expected file exists, names the notebook's current code
+    cells (same sources, timing cells out), and gives every unstable cell a reason."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    expected = _load_expected(path)
+    assert expected["notebook"] == str(path.relative_to(ROOT))
+    unstable = expected.get("unstable", {})
+    code = {str(i) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"}
+    assert set(unstable) <= code, f"unstable cells {sorted(set(unstable) - code)} are not code cells"
+    assert all(isinstance(r, str) and r.strip() for r in unstable.values()), (
+        "each unstable cell needs a reason"
+    )
+    compared = _compared_cells(nb, unstable)
+    assert set(expected["cells"]) == set(compared), (
+        f"{path.name}: the expected file records cells {sorted(expected['cells'], key=int)}, the notebook "
+        f"has {sorted(compared, key=int)} (timing and unstable cells left out); regenerate: {REGENERATE}"
+    )
+    for index, cell in compared.items():
+        recorded = expected["cells"][index]
+        assert recorded["sha256"] == _source_key(cell.source)["sha256"], (
+            f"{path.name} cell {index} ({recorded['first_line']!r}) changed since its outputs were "
+            f"recorded; regenerate: {REGENERATE}"
+        )
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[str(p.relative_to(ROOT / "notebooks")) for p in NOTEBOOKS])
-def test_notebook_runs_without_errors(path: Path) -> None:
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_notebook_runs_and_prints_the_expected_outputs(path: Path) -> None:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -59,42 +204,34 @@ def test_notebook_runs_without_errors(path: Path) -> None:
         f"{path.name}: error outputs in cells {[i for i, _ in errors]}: {errors[0][1]['evalue']}"
     )
     print(f"{path.relative_to(ROOT)}: {time.perf_counter() - start:.1f} s")
+    if UPDATE:
+        previous = _load_expected(path) if expected_path(path).exists() else None
+        _write_expected(path, nb, previous)
+        return
+    expected = _load_expected(path)
+    compared = _compared_cells(nb, expected.get("unstable", {}))
+    assert any(cell_outputs(cell) for cell in compared.values()), f"{path.name} printed nothing to compare"
+    for index, cell in compared.items():
+        recorded = expected["cells"].get(index)
+        assert recorded is not None, (
+            f"{path.name} cell {index} has no recorded outputs; regenerate: {REGENERATE}"
+        )
+        got = cell_outputs(cell)
+        want = [list(pair) for pair in recorded["outputs"]]
+        if got != want:
+            pytest.fail(
+                f"{path.name} cell {index} ({recorded['first_line']!r}) printed something else:\n"
+                + _diff(want, got)
+                + f"\nIf the change is deliberate, regenerate: {REGENERATE}"
+            )
 
 
-def _normalised(text: str) -> str:
-    """Text with what differs between identical runs removed: object addresses, Styler's table ids."""
-    text = re.sub(r" at 0x[0-9a-f]+", " at 0x…", text)
-    return re.sub(r"\bT_[0-9a-f]{5}(?=[_\s\"'#])", "T_…", text)
+def _diff(want: list[list[str]], got: list[list[str]]) -> str:
+    import difflib
 
+    def lines(outputs: list[list[str]]) -> list[str]:
+        return [f"[{kind}] {line}" for kind, text in outputs for line in text.splitlines()]
 
-def _text_outputs(nb) -> list[tuple[int, str]]:
-    """Every text output of every code cell, except cells tagged ``timing``."""
-    texts = []
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or "timing" in cell.get("metadata", {}).get("tags", []):
-            continue
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "stream":
-                texts.append((i, _normalised(out["text"])))
-            for mime in ("text/plain", "text/html"):
-                if mime in out.get("data", {}):
-                    texts.append((i, _normalised(out["data"][mime])))
-    return texts
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["01_float16_on_cpu", "02_overflow_underflow", "04_fp8"])
-def test_course_notebook_outputs_are_deterministic(name: str) -> None:
-    import nbformat
-    from nbclient import NotebookClient
-
-    path = ROOT / "notebooks" / f"{name}.ipynb"
-    runs = []
-    for _ in range(2):
-        nb = nbformat.read(path, as_version=4)
-        NotebookClient(
-            nb, timeout=TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-        ).execute()
-        runs.append(_text_outputs(nb))
-    assert runs[0], f"{name} printed nothing to compare"
-    assert runs[0] == runs[1]
+    return "\n".join(
+        list(difflib.unified_diff(lines(want), lines(got), "expected", "this run", lineterm="", n=2))[:80]
+    )
