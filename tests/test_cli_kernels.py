@@ -35,7 +35,7 @@ def orc() -> Oracle:
 
 def _json(capsys, *argv: str) -> list[dict]:  # type: ignore[no-untyped-def]
     assert main(["kernels", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return json.loads(capsys.readouterr().out)["result"]
 
 
 def _runs_directly(op: str, mode: str) -> bool:
@@ -161,10 +161,15 @@ def test_cholesky_float16_explanation_and_workaround(capsys, tmp_path, orc: Orac
     assert done.stdout.strip().splitlines()[-1] == "result dtype: float16"
 
 
-def test_raw_op_name_selects_catalog_op(capsys) -> None:  # type: ignore[no-untyped-def]
-    rows = _json(capsys, "--op", "Cholesky", "--dtype", "bf16", "--backend", "tensorflow", "--mode", "eager")
-    assert {r["op"] for r in rows} >= {"cholesky"}
+def test_raw_op_spelling_selects_the_raw_op_and_lower_case_the_catalog_op(capsys) -> None:  # type: ignore[no-untyped-def]
+    argv = ["--dtype", "bf16", "--backend", "tensorflow"]
+    rows = _json(capsys, "--op", "Cholesky", *argv, "--mode", "registry")
+    assert rows and {(r["op"], r["raw_op"], r["mode"]) for r in rows} == {
+        ("Cholesky", "Cholesky", "registry")
+    }
     assert all(r["dtype"] == "bfloat16" for r in rows)
+    rows = _json(capsys, "--op", "cholesky", *argv, "--mode", "eager")
+    assert rows and {(r["op"], r["mode"]) for r in rows} == {("cholesky", "eager")}
 
 
 def test_raw_op_without_catalog_entry(capsys) -> None:  # type: ignore[no-untyped-def]

@@ -612,13 +612,6 @@ def test_get_registry_rejects_an_unknown_source() -> None:
         get_registry(where="moon")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="allowed_dtypes is None ('any dtype') for an op without a float type attribute, although only "
-    "its fixed argument dtypes are accepted: explanations say 'does not accept float16 at all: its "
-    "signature allows any dtype'",
-)
 def test_allowed_dtypes_of_an_op_without_a_float_type_attribute(hand: Any) -> None:
     reg = Registry(hand[0])
     assert reg.declared("Fixed", "float16", "CPU") is Status.UNSUPPORTED_DTYPE

@@ -344,10 +344,13 @@ class Registry:
         return Status.OK if info.has_kernel(dtype, device_type, attr) else Status.NO_KERNEL
 
     def allowed_dtypes(self, op: str, attr: str | None = None) -> list[str] | None:
-        """The dtypes the op's signature allows for its data attr (None: any)."""
+        """The dtypes the op's signature allows for its data attr (None: any); for an op with no
+        type attribute that can hold a float, the dtypes its arguments are fixed to."""
         info = self.op(op)
         attr = attr or info.data_attr
-        return None if attr is None else info.attrs[attr]
+        if attr is None:
+            return sorted(info.fixed_dtypes)
+        return info.attrs[attr]
 
     def kernel_devices(self, op: str, dtype: str) -> list[str]:
         """Registry device types that have a kernel for raw op × dtype, in display order."""
