@@ -10,12 +10,15 @@ same data regrouped per op so that the history of one op reads one small file.
 Nothing here imports TensorFlow.
 
 >>> from explorer.analysis.releases import changes, history
->>> [(e.version, e.status) for e in changes(history("Range", "float16", "CPU"))]  # doctest: +SKIP
-[('2.x.y', 'ok')]
+>>> [(e.version, e.status) for e in changes(history("Range", "float16", "CPU"))]
+[('2.18.0', 'ok')]
 
 A release that does not know the op, the dtype or the device type answers ``absent``, with
-the reason, in the middle of a history (never an exception): the op ``RandomIndexShuffle``
-is younger than TensorFlow 2.12, and the float8 dtypes too.
+the reason, in the middle of a history (never an exception): the op ``FFTND`` and the dtype
+``float8_e4m3fnuz`` are younger than TensorFlow 2.12.
+
+>>> history("Cast", "float8_e4m3fnuz", "CPU")[0]
+ReleaseStatus(version='2.12.0', status='absent', reason='TensorFlow 2.12.0 has no float8_e4m3fnuz dtype')
 """
 
 from __future__ import annotations
