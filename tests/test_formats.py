@@ -225,6 +225,28 @@ def test_encode_rounds_overflow_and_nan_without_warnings():
     assert encode(np.array([1e6, np.inf]), "float4_e2m1fn").tolist() == [0b0111, 0b0111]  # saturates
 
 
+@pytest.mark.parametrize("fmt", PATTERNED, ids=str)
+def test_ordinals_are_the_spec_number_line(fmt: Format):
+    """:func:`explorer.formats.ordinals` and :func:`from_ordinals` against the oracle's number
+    line (built from the table) over every finite value, and for float32/float64 samples."""
+    from explorer.formats import from_ordinals, ordinals
+
+    values = oracles.decode_bits(np.arange(1 << fmt.bits), oracles.SPECS[fmt.name])
+    finite = values[np.isfinite(values)]
+    want = oracles.number_line_index(finite, fmt.name)
+    np.testing.assert_array_equal(ordinals(finite, fmt), want)
+    np.testing.assert_array_equal(from_ordinals(want, fmt), finite)  # -0 and 0 share ordinal 0
+
+
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_ordinals_of_wide_formats(name: str):
+    from explorer.formats import ordinals
+
+    rng = np.random.default_rng(2)
+    x = oracles.round_array(2.0 ** rng.uniform(-140, 120, 2000) * rng.choice([-1.0, 1.0], 2000), name)
+    np.testing.assert_array_equal(ordinals(x, name), oracles.number_line_index(x, name))
+
+
 def test_encode_decode_by_hand():
     """A few patterns from the spec documents themselves."""
     assert int(encode(448.0, "float8_e4m3fn")) == 0b0_1111_110
@@ -433,7 +455,7 @@ def test_resolve_framework_dtypes_without_importing_them():
     assert resolve(dtype()).name == "bfloat16"
 
 
-def test_resolve_trusts_a_dtype_name_only_from_tf_or_torch():
+def test_resolve_trusts_dtype_names_only_from_the_frameworks():
     class DType:  # what tf.bfloat16 looks like to us
         __module__ = "tensorflow.python.framework.dtypes"
         name = "bfloat16"
@@ -450,7 +472,11 @@ def test_resolve_trusts_a_dtype_name_only_from_tf_or_torch():
 
     assert resolve(DType()).name == "bfloat16"
     for impostor in (Named(), dtype()):
-        with pytest.raises(TypeError, match=r"cannot interpret .* \(type (Named|dtype)\) as a format"):
+        with pytest.raises(
+            TypeError,
+            match=r"cannot interpret .* \(type (Named|dtype)\) as a format; pass a name such as 'float16', "
+            r"a NumPy dtype, tf\.DType or torch\.dtype$",
+        ):
             resolve(impostor)
 
 
