@@ -42,18 +42,20 @@ ROW_KEYS: tuple[str, ...] = (
     "workaround",
 )
 #: further columns of :attr:`AvailabilityResult.rows`
-EXTRA_KEYS: tuple[str, ...] = (
-    "group",
-    "tf_public",
-    "declared",
-    "disagreement",
-    "detail",
-    "workaround_how",
-    "ran_on",
-    "result_dtype",
-    "seconds",
-    "cached",
-)
+#: values of the further columns before a row fills them (and where a snapshot leaves them out)
+EXTRA_DEFAULTS: dict[str, Any] = {
+    "group": "",
+    "tf_public": "",
+    "declared": None,
+    "disagreement": "",
+    "detail": "",
+    "workaround_how": "",
+    "ran_on": None,
+    "result_dtype": None,
+    "seconds": 0.0,
+    "cached": False,
+}
+EXTRA_KEYS: tuple[str, ...] = tuple(EXTRA_DEFAULTS)
 #: modes a user may ask for
 AVAILABILITY_MODES: tuple[str, ...] = ("registry", *MODES)
 #: probe store format version (the store's SQLite schema version)
@@ -223,16 +225,9 @@ def _row(backend: str, t: Target, dtype: str, device: str, mode: str) -> dict[st
         "error": "",
         "explanation": "",
         "workaround": "",
+        **EXTRA_DEFAULTS,
         "group": t.group,
         "tf_public": t.tf_public,
-        "declared": None,
-        "disagreement": "",
-        "detail": "",
-        "workaround_how": "",
-        "ran_on": None,
-        "result_dtype": None,
-        "seconds": 0.0,
-        "cached": False,
     }
 
 

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from explorer.analysis.availability import AVAILABILITY_MODES, EXTRA_KEYS, ROW_KEYS
+from explorer.analysis.availability import AVAILABILITY_MODES, EXTRA_DEFAULTS, EXTRA_KEYS, ROW_KEYS
 from explorer.analysis.registry import COMPUTE_DEVICE_TYPES, REGISTRY_DEVICE
 from explorer.backends import BACKEND_NAMES, DEVICE_TYPES
 from explorer.formats import FORMAT_NAMES
@@ -78,19 +78,6 @@ MAX_KEY_CHARS = 200
 MAX_ENVIRONMENT_DEPTH = 6
 #: the most values (containers and leaves) the environment may hold
 MAX_ENVIRONMENT_ITEMS = 10_000
-#: values of the optional columns when a row leaves them out
-EXTRA_DEFAULTS: dict[str, Any] = {
-    "group": "",
-    "tf_public": "",
-    "declared": None,
-    "disagreement": "",
-    "detail": "",
-    "workaround_how": "",
-    "ran_on": None,
-    "result_dtype": None,
-    "seconds": 0.0,
-    "cached": False,
-}
 #: columns that hold long free text
 TEXT_COLUMNS: tuple[str, ...] = (
     "error",
@@ -236,7 +223,6 @@ COLUMNS: dict[str, Check] = {
     "cached": _boolean,
 }
 assert tuple(COLUMNS) == ROW_KEYS + EXTRA_KEYS, "the schema must cover exactly the availability columns"
-assert set(EXTRA_DEFAULTS) == set(EXTRA_KEYS)
 
 
 # ---------------------------------------------------------------- the snapshot
