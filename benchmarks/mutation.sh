@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs the bench extra: python -m pip install -e ".[bench]" (mutmut).
 # Mutation testing of explorer/formats.py and explorer/rounding.py with mutmut 3, against the
 # fast tests that check them: tests/test_formats.py, tests/test_rounding.py and the part of
 # tests/test_backends.py that needs no TensorFlow.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs the bench extra: python -m pip install -e ".[bench]" (mutmut).
 # Mutation testing of the TensorFlow registry reader, explorer/backends/tensorflow_registry.py,
 # with mutmut 3 (pip install mutmut), killed by tests/test_registry.py alone.  Prints mutmut's
 # summary and the score (killed / (killed + survived)); the surviving mutants are listed after.
