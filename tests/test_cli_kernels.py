@@ -123,6 +123,8 @@ def test_cholesky_float16_explanation_and_workaround(capsys, tmp_path, orc: Orac
         str(snap),
     ]
     assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"saved 4 rows to {snap}"  # a summary
+    assert main(argv[:-2]) == 0  # the same selection as a table (the probes from the cache)
     table = capsys.readouterr().out
     rows = {(r["mode"], r["device"]): r for r in _json(capsys, "--load", str(snap))}
     assert set(rows) == {("registry", "CPU"), ("registry", "XLA_CPU_JIT"), ("eager", "CPU"), ("xla", "CPU")}
@@ -201,7 +203,7 @@ def test_save_load_diff(capsys, tmp_path) -> None:  # type: ignore[no-untyped-de
     a = tmp_path / "a.json"
     assert main(["kernels", "--op", "exp", "--dtype", "float16", "--backend", "numpy", "--save", str(a)]) == 0
     out = capsys.readouterr().out
-    assert "exp" in out and "saved to" in out
+    assert f"saved 1 rows to {a}" in out
     loaded = _json(capsys, "--load", str(a))
     assert loaded and all(r["op"] == "exp" for r in loaded)
     data = json.loads(a.read_text())
@@ -212,6 +214,80 @@ def test_save_load_diff(capsys, tmp_path) -> None:  # type: ignore[no-untyped-de
     assert main(["kernels", "--diff", str(a), str(b)]) == 1  # 1: the snapshots differ
     out = capsys.readouterr().out
     assert "another CPU" in out and "crashed" in out
+
+
+def test_save_prints_a_summary_not_the_rows(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 9.8: ``--save`` over many rows prints counts per backend x mode x status and the path;
+    ``--json`` stays the full result."""
+    from collections import Counter
+
+    snap = tmp_path / "s.json"
+    argv = [
+        "kernels",
+        "--group",
+        "linalg",
+        "--backend",
+        "tensorflow",
+        "--mode",
+        "registry",
+        "--save",
+        str(snap),
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    rows = json.loads(snap.read_text())["rows"]
+    assert len(rows) > 50
+    lines = out.splitlines()
+    assert lines[-1] == f"saved {len(rows)} rows to {snap}"
+    assert len(lines) < 10  # not one line per row
+    assert not any(r["explanation"] in out for r in rows)
+    header, counts = lines[0].split(), lines[1].split()
+    assert header[:3] == ["backend", "mode", "rows"] and counts[:3] == [
+        "tensorflow",
+        "registry",
+        str(len(rows)),
+    ]
+    assert dict(zip(header[3:], map(int, counts[3:]), strict=True)) == Counter(r["status"] for r in rows)
+    # --json with --save: the full result, as before
+    assert main([*argv, "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["result"]) == len(rows)
+
+
+def test_live_tf_version_of_the_installed_release_equals_the_live_registry(capsys) -> None:  # type: ignore[no-untyped-def]
+    """``--tf-version <installed>`` answers from the shipped file; the rows equal those of a
+    registry read from TensorFlow in this process."""
+    pytest.importorskip("tensorflow")
+    import pandas as pd
+
+    from explorer.analysis import releases
+    from explorer.analysis.availability import availability
+    from explorer.backends.tensorflow_registry import Registry, read_registry_data
+
+    live = Registry(read_registry_data())
+    if live.tf_version not in releases.shipped_releases():
+        pytest.skip(f"TensorFlow {live.tf_version} has no shipped registry")
+    ops = ["range", "cholesky", "conv2d", "qr", "exp"]
+    argv = [a for op in ops for a in ("--op", op)] + [
+        "--mode",
+        "registry",
+        "--device",
+        "CPU",
+        "--device",
+        "GPU",
+    ]
+    assert main(["kernels", *argv, "--tf-version", live.tf_version, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["environment"]["registry_source"].startswith(f"shipped {live.tf_version} (captured ")
+    expected = availability(
+        ops=ops, modes=["registry"], devices=["CPU", "GPU"], registry=live, progress=False
+    )
+    got = pd.DataFrame(document["result"])
+    keys = ["op", "raw_op", "dtype", "device", "mode", "status", "explanation"]
+    assert len(got) == len(expected.rows) > 100
+    pd.testing.assert_frame_equal(
+        got[keys].reset_index(drop=True), expected.rows[keys].reset_index(drop=True)
+    )
+    assert set(got["device"]) == {"CPU", "XLA_CPU_JIT", "GPU", "XLA_GPU_JIT"}
 
 
 def test_bad_op_exits_2(capsys) -> None:  # type: ignore[no-untyped-def]

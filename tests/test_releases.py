@@ -314,3 +314,20 @@ def test_history_does_not_import_tensorflow() -> None:
         "history('Range', 'float16', 'CPU'); assert 'tensorflow' not in sys.modules, 'tensorflow imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_release_source_names_the_release_and_its_capture_date() -> None:
+    for entry in _index()["releases"]:
+        assert releases.release_source(entry["release"]) == (
+            f"shipped {entry['release']} (captured {entry['captured']})"
+        )
+    with pytest.raises(ValueError, match=r"shipped: 2\.12\.0"):
+        releases.release_source("1.15.0")
+
+
+def test_known_op_and_releases_with_op_follow_the_files() -> None:
+    oldest, newest = shipped_releases()[0], shipped_releases()[-1]
+    young = sorted(set(raw(newest)["ops"]) - set(raw(oldest)["ops"]))[0]
+    assert releases.known_op(young.lower()) == young and releases.known_op(young) == young
+    assert releases.known_op("NoSuchOpInAnyRelease") is None
+    assert releases.releases_with_op(young) == [v for v in shipped_releases() if young in raw(v)["ops"]]

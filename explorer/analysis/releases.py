@@ -124,6 +124,16 @@ def release_data(version: str) -> dict[str, Any]:
     return data
 
 
+def release_source(version: str) -> str:
+    """Where the shipped registry of ``version`` came from, in words (from the index: no data file read).
+
+    >>> release_source("2.15.0").startswith("shipped 2.15.0 (captured ")
+    True
+    """
+    entry = _entries()[_check_release(version)]
+    return f"shipped {version} (captured {entry.get('captured', 'on an unknown date')})"
+
+
 @functools.cache
 def release_registry(version: str) -> Registry:
     """The :class:`Registry` of TensorFlow ``version`` as shipped; ValueError names the shipped ones.
@@ -204,6 +214,27 @@ def _all_op_names() -> dict[str, str]:
     else:
         names = {n for v in shipped_releases() for n in release_registry(v).ops}
     return {n.lower(): n for n in sorted(names)}
+
+
+def known_op(raw_op: str) -> str | None:
+    """The spelling of raw op ``raw_op`` (any case) in the shipped releases, or None when none has it.
+
+    >>> known_op("range"), known_op("NoSuchOp")
+    ('Range', None)
+    """
+    names = _all_op_names()
+    if raw_op in names.values():
+        return raw_op
+    return names.get(raw_op.lower())
+
+
+def releases_with_op(raw_op: str) -> list[str]:
+    """The shipped releases that have raw op ``raw_op`` (as TensorFlow spells it), oldest first.
+
+    >>> releases_with_op("Range")[-1]
+    '2.21.0'
+    """
+    return [v for v in shipped_releases() if _op_registry(v, raw_op) is not None]
 
 
 def _canonical_op(raw_op: str) -> str:
@@ -310,7 +341,10 @@ __all__ = [
     "failed_releases",
     "first_release_with_kernel",
     "history",
+    "known_op",
     "release_data",
     "release_registry",
+    "release_source",
+    "releases_with_op",
     "shipped_releases",
 ]

@@ -5,6 +5,11 @@ The heatmap shows the selected op's group × the selected dtypes; the table belo
 explains every non-ok cell of the selected op (error, plain sentence, workaround).
 A snapshot from another machine (``precision-explorer kernels --save``) can be
 loaded and is shown instead of this machine's results.
+
+Above the heatmap, the selected cells (the op's raw ops × the selected dtypes × the
+registry device type of the device and mode) have their history: one box per TensorFlow
+release whose registry ships with explorer, changes outlined.  It is read from the shipped
+registries, so it shows while TensorFlow is still loading.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from explorer.backends import MODES
 from explorer.ops import catalog
 from explorer.plots.availability import STATUS_COLORS, kernel_heatmap, kernel_panels, styled_table
 from explorer.textsafety import strip_control
+
+#: most history strips shown at once (an op with many raw ops x many dtypes)
+MAX_HISTORY_STRIPS = 8
 
 #: Columns of the details table.
 DETAIL_COLUMNS = (
@@ -92,6 +100,10 @@ class KernelsTab(Tab):
             self.snapshot_label,
             self.key_html,
         ]
+        self.history_box = widgets.HTML("").add_class("px-kernels-history")
+        children = list(self.widget.children)
+        children.insert(children.index(self.status) + 1, self.history_box)
+        self.widget.children = tuple(children)
         self.job: Job | None = None
         self.snapshot: Any = None
 
@@ -186,6 +198,30 @@ class KernelsTab(Tab):
             ),
         )
         return result.rows, missing
+
+    # ------------------------------------------------------------------ history
+
+    def history_html(self) -> str:
+        """The history strips of the selected cells: the op's raw ops (a catalog op's, or the raw
+        op itself) × the selected dtypes × :attr:`AppState.registry_device_type`, across every
+        shipped TensorFlow release (no TensorFlow import; cached per selection)."""
+        entry = catalog().get(self.state.op)
+        raw_ops = tuple(entry.tf_raw_ops) if entry is not None else (self.state.op,)
+        device_type = self.state.registry_device_type
+        key = ("history", raw_ops, self.state.dtypes, device_type)
+        return str(self.ctx.cache.get(key, lambda: _history_strips(raw_ops, self.state.dtypes, device_type)))
+
+    def update_history(self) -> None:
+        """Redraw the history strips (a failure is a message in their place, never an error)."""
+        try:
+            self.history_box.value = self.history_html()
+        except Exception as exc:
+            self.history_box.value = message_html(f"No release history for this selection: {exc}", "warning")
+
+    def refresh(self) -> None:
+        """The history strips first (they need no TensorFlow), then the tab."""
+        self.update_history()
+        super().refresh()
 
     # ------------------------------------------------------------------ drawing
 
@@ -386,6 +422,7 @@ class KernelsTab(Tab):
         import pandas as pd
 
         from explorer.analysis import availability, envcache, snapshot
+        from explorer.analysis.registry import registry_source
 
         ops, dtypes = self.shown_ops(), self.state.dtypes
         frames = [self.declared_frame(ops, dtypes)]
@@ -394,7 +431,8 @@ class KernelsTab(Tab):
             if probed is not None:
                 frames.append(probed)
         rows = pd.concat([f for f in frames if len(f)], ignore_index=True)
-        env = dict(envcache.environment(), tf_version=self.registry().tf_version)
+        reg = self.registry()
+        env = dict(envcache.environment(), tf_version=reg.tf_version, registry_source=registry_source())
         result = availability.AvailabilityResult(rows, env)
         with tempfile.TemporaryDirectory() as tmp:
             path = snapshot.save_snapshot(result, Path(tmp) / "snapshot.json")
@@ -479,6 +517,37 @@ class KernelsTab(Tab):
                 + ", ".join(f"{d}/{m}" for d, m in have)
             )
         return sel
+
+
+def _history_strips(raw_ops: tuple[str, ...], dtypes: tuple[str, ...], device_type: str) -> str:
+    """The strips of :func:`explorer.plots.history.history_strip_html` for raw ops × dtypes on
+    ``device_type``, under one heading with the key (at most :data:`MAX_HISTORY_STRIPS`)."""
+    from explorer.analysis import releases
+    from explorer.plots.history import history_legend_html, history_strip_html
+
+    shipped = releases.shipped_releases()
+    strips: list[str] = []
+    notes: list[str] = []
+    cells = [(raw, dtype) for raw in raw_ops for dtype in dtypes]
+    for raw, dtype in cells[:MAX_HISTORY_STRIPS]:
+        known = releases.known_op(raw)
+        if known is None:
+            notes.append(f"No shipped TensorFlow release has the raw op {raw}.")
+            continue
+        entries = releases.history(known, dtype, device_type)
+        strips.append(history_strip_html(entries, f"{known} · {dtype} · {device_type}"))
+    if len(cells) > MAX_HISTORY_STRIPS:
+        notes.append(f"{len(cells) - MAX_HISTORY_STRIPS} more raw op × dtype cells not shown.")
+    summary = (
+        f"History across TensorFlow releases: {device_type}, from the registries shipped with explorer "
+        f"({len(shipped)} releases, {shipped[0]} to {shipped[-1]})"
+    )
+    return (
+        f"<details class='px-history-panel' open><summary>{html.escape(summary)}</summary>"
+        f"{history_legend_html()}{''.join(strips)}"
+        + "".join(f"<p style='font-size:85%'>{html.escape(n)}</p>" for n in notes)
+        + "</details>"
+    )
 
 
 def _environment_summary(env: dict[str, Any]) -> str:

@@ -83,6 +83,19 @@ class AppState:
         return str(self._values["dtypes"][0])
 
     @property
+    def registry_device_type(self) -> str:
+        """TensorFlow's registry device type of the selected device and mode: the device type
+        itself for mode registry or eager, its XLA compilation device type for xla.
+
+        >>> AppState(device="GPU", mode="xla").registry_device_type
+        'XLA_GPU_JIT'
+        """
+        from explorer.backends.tensorflow_registry import registry_device
+
+        mode = "xla" if self._values["mode"] == "xla" else "eager"
+        return registry_device(str(self._values["device"]), mode)
+
+    @property
     def policy_choices(self) -> tuple[str, ...]:
         """Policies the Training tab offers."""
         return self._policy_choices

@@ -15,10 +15,15 @@ EXIT_1 = "--diff found a cell whose status changed, or a cell in only one snapsh
 JSON_RESULT = (
     "a list of rows (backend, op, raw_op, dtype, device, mode, status, error, explanation, "
     "workaround; --full: every column); with --diff an object {environment_changes: {key: [A, B]}, "
-    "cells: [rows of cells that changed]}"
+    "cells: [rows of cells that changed]}; with --history a list of cells (raw_op, ops, dtype, device, "
+    "history: [{version, status, reason}], changes: [{version, status, before}], "
+    "first_release_with_kernel). The environment also says which TensorFlow registry answered "
+    "(tf_version, registry_source)"
 )
 
 TABLE_COLUMNS = ["backend", "op", "raw_op", "dtype", "device", "mode", "status", "explanation"]
+#: dtypes of ``--history`` without ``--dtype``
+HISTORY_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
 #: longest time one probe may be given (seconds)
 MAX_TIMEOUT = 3600.0
 
@@ -29,7 +34,11 @@ NOTES = (
     "as TensorFlow spells a raw op (Exp, Qr, LinSpace, Add, _FusedConv2D) is that raw op alone: its "
     "registry rows (mode registry, backend tensorflow; a raw op has no inputs to run it with). So "
     "--op qr is the catalog op qr (every raw op it dispatches to, and its eager and XLA probes), "
-    "--op Qr the raw op Qr. A name that is neither, in any case, is refused."
+    "--op Qr the raw op Qr. A name that is neither, in any case, is refused. "
+    "Releases: --tf-version and --history answer from the registries of TensorFlow releases that ship "
+    "with explorer (captured by scripts/capture_registries.py), without importing TensorFlow; "
+    "--history's letters: + ok, N no_kernel, U unsupported_dtype, - absent (the release has no such op, "
+    "dtype or device type)."
 )
 
 
@@ -72,7 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=60.0,
         help=f"seconds per probe (default 60, at most {MAX_TIMEOUT:g})",
     )
-    parser.add_argument("--save", metavar="FILE", help="write the results as a snapshot")
+    parser.add_argument(
+        "--save",
+        metavar="FILE",
+        help="write the results as a snapshot, and print a summary (rows per backend, mode and status) "
+        "instead of the rows (--json still prints every row)",
+    )
     parser.add_argument("--load", metavar="FILE", help="show a saved snapshot instead of probing")
     parser.add_argument(
         "--diff",
@@ -81,15 +95,87 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="what changed between two snapshots; exit status 1 when a cell's status changed or a cell "
         "is in only one of them, 0 when none did (environment changes are shown but do not count)",
     )
+    parser.add_argument(
+        "--tf-version",
+        metavar="RELEASE",
+        help="answer from the registry shipped for this TensorFlow release (2.15.0, 2.15.0.post1, ...; "
+        "a wrong one lists them), without importing TensorFlow: registry rows only (--mode registry), "
+        "unless it is the installed release",
+    )
+    parser.add_argument(
+        "--history",
+        action="store_true",
+        help="per raw op x dtype x registry device type, the declared status in every shipped TensorFlow "
+        "release and the releases where it changed (no TensorFlow import); --mode xla: the XLA device "
+        f"types; default dtypes: {', '.join(HISTORY_DTYPES)}",
+    )
 
 
 def check_names(args: argparse.Namespace) -> None:
-    """Check the group before anything runs (formats, backends, devices and the spelling of
-    op names were checked by argparse); ValueError names the valid groups."""
+    """Check the group and the release options before anything runs (formats, backends, devices
+    and the spelling of op names were checked by argparse); ValueError names the valid choices."""
     from explorer.ops import GROUPS
 
     if args.group is not None and args.group not in GROUPS:
         raise ValueError(f"unknown group {args.group!r}; valid groups: {', '.join(GROUPS)}")
+    check_release_options(args)
+
+
+def _conflicts(args: argparse.Namespace, flag: str, others: dict[str, bool], why: str) -> None:
+    given = [name for name, present in others.items() if present]
+    if given:
+        raise ValueError(f"{flag} cannot be combined with {', '.join(given)}: {why}")
+
+
+def check_release_options(args: argparse.Namespace) -> None:
+    """``--tf-version`` and ``--history``: ValueError (one line, the valid choices) for a release
+    that ships with explorer neither is nor is installed, for probes of another release than the
+    installed one, and for options that do not combine."""
+    snapshots = {"--load": args.load is not None, "--diff": bool(args.diff)}
+    if args.history:
+        _conflicts(
+            args,
+            "--history",
+            {"--tf-version": args.tf_version is not None, "--save": args.save is not None, **snapshots},
+            "it reads every shipped release's registry",
+        )
+        if args.backend and "tensorflow" not in args.backend:
+            raise ValueError("--history is TensorFlow's: add --backend tensorflow, or leave --backend out")
+        return
+    if args.tf_version is None:
+        return
+    _conflicts(args, "--tf-version", snapshots, "a snapshot says which release it came from")
+    release, installed = args.tf_version, _installed_version()
+    from explorer.analysis import releases
+
+    if release != installed and release not in releases.shipped_releases():
+        mine = f"; installed: {installed}" if installed else "; TensorFlow is not installed"
+        raise ValueError(
+            f"--tf-version {release!r}: explorer ships no registry of that TensorFlow release; "
+            f"shipped: {', '.join(releases.shipped_releases())}{mine}"
+        )
+    if release == installed:
+        return
+    probes = [m for m in args.mode or [] if m != "registry"]
+    if probes:
+        where = (
+            f"the installed TensorFlow ({installed})" if installed else "TensorFlow, which is not installed"
+        )
+        raise ValueError(
+            f"--tf-version {release} answers from the registry shipped for that release (mode registry); "
+            f"--mode {' and '.join(probes)} would run {where}: drop --mode {' '.join(probes)} or --tf-version"
+        )
+    if args.backend and "tensorflow" not in args.backend:
+        raise ValueError(
+            f"--tf-version {release} answers TensorFlow's registry rows: add --backend tensorflow, "
+            "or leave --backend out"
+        )
+
+
+def _installed_version() -> str | None:
+    from explorer.analysis import registry
+
+    return registry.installed_tensorflow_version()
 
 
 def resolve_op_names(names: list[str], registry: Callable[[], Any]) -> tuple[list[str], list[str]]:
@@ -131,11 +217,14 @@ def resolve_op_names(names: list[str], registry: Callable[[], Any]) -> tuple[lis
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print availability rows (table or ``--json``), or a snapshot, or a diff of two."""
-    from explorer.cli import print_json, print_table
+    """Print availability rows (table or ``--json``), a summary of a saved snapshot, a diff of two
+    snapshots, or the ``--history`` of cells across the shipped TensorFlow releases."""
+    from explorer.cli import print_table
     from explorer.textsafety import strip_control
 
     check_names(args)
+    if args.history:
+        return _history(args)
     if args.diff:
         return _diff(args)
     if args.save is not None:  # refused before a long sweep, not after it
@@ -147,11 +236,15 @@ def run(args: argparse.Namespace) -> int:
         from explorer.analysis.snapshot import save_snapshot
 
         save_snapshot(result, args.save)
+    answered = {} if args.load is not None else _answer_environment(result.environment)
     if args.json:
-        print_json(result.records(full=args.full))
+        _print_json(result.records(full=args.full), answered)
         return 0
     # texts may come from a snapshot made elsewhere: no control characters reach the terminal
     rows = [_printable(r) for r in result.records(full=True)]
+    if args.save is not None:
+        _print_save_summary(rows, result, args.save)
+        return 0
     print_table(rows, TABLE_COLUMNS)
     failing = [r for r in rows if r["status"] != "ok" and r["mode"] != "registry"]
     if args.full or 0 < len(failing) <= 6:
@@ -164,50 +257,140 @@ def run(args: argparse.Namespace) -> int:
                 print(f"registry vs run: {r['disagreement']}")
             if r["workaround"]:
                 print(f"workaround ({r['workaround_how']}):\n{r['workaround']}")
-    disagreements = [r for r in rows if r["disagreement"]]
+    print("\n" + strip_control(_footer(rows, result)))
+    return 0
+
+
+def _footer(rows: list[dict[str, Any]], result: Any) -> str:
+    """The last line of the table: counts, the TensorFlow release that answered and from where."""
+    disagreements = sum(1 for r in rows if r["disagreement"])
     env = result.environment
     versions = env.get("versions")
     tf_version = env.get("tf_version") or (versions.get("tensorflow") if isinstance(versions, dict) else None)
-    print(
-        "\n"
-        + strip_control(
-            f"{len(rows)} rows; {len(disagreements)} declared/probed disagreements; "
-            f"TensorFlow {tf_version}; {result.probed} probed now, {result.cached} from cache"
-            + (f"; saved to {args.save}" if args.save is not None else "")
-        )
+    source = f"; registry: {env['registry_source']}" if env.get("registry_source") else ""
+    return (
+        f"{len(rows)} rows; {disagreements} declared/probed disagreements; "
+        f"TensorFlow {tf_version}{source}; {result.probed} probed now, {result.cached} from cache"
     )
-    return 0
+
+
+def _print_save_summary(rows: list[dict[str, Any]], result: Any, path: str) -> None:
+    """What ``--save`` wrote, instead of its rows: counts per backend x mode x status, and the path."""
+    from collections import Counter
+
+    from explorer.cli import print_table, safe_text
+    from explorer.outcome import STATUSES
+
+    counts = Counter((r["backend"], r["mode"], r["status"]) for r in rows)
+    present = {status for _, _, status in counts}
+    statuses = [s for s in STATUSES if s in present] + sorted(present - set(STATUSES))
+    groups = list(dict.fromkeys((r["backend"], r["mode"]) for r in rows))
+    table = [
+        {
+            "backend": b,
+            "mode": m,
+            "rows": sum(counts[(b, m, s)] for s in statuses),
+            **{s: counts[(b, m, s)] for s in statuses},
+        }
+        for b, m in groups
+    ]
+    if table:
+        print_table(table, ["backend", "mode", "rows", *statuses])
+        print()
+    print(safe_text(_footer(rows, result)))
+    print(safe_text(f"saved {len(rows)} rows to {path}"))
+
+
+def _answer_environment(env: dict[str, Any]) -> dict[str, Any]:
+    """The keys of a sweep's environment that say which TensorFlow registry answered."""
+    return {k: env[k] for k in ("tf_version", "tf_release", "registry_source") if k in env}
+
+
+def _print_json(result: Any, answered: dict[str, Any]) -> None:
+    """:func:`explorer.cli.print_json`, with ``answered`` (which registry answered) in the environment."""
+    import json
+    import sys
+
+    from explorer.cli import _json_default, json_document
+
+    document = json_document(result)
+    document["environment"].update(answered)
+    json.dump(document, sys.stdout, indent=2, default=_json_default)
+    sys.stdout.write("\n")
+
+
+def _release_registry(args: argparse.Namespace) -> tuple[Any, str] | None:
+    """The registry ``--tf-version`` asks for and where it comes from (None: the installed one,
+    as :func:`~explorer.analysis.registry.get_registry` finds it); checked by
+    :func:`check_release_options`."""
+    from explorer.analysis import registry, releases
+
+    if args.tf_version is None:
+        return None
+    if args.tf_version in releases.shipped_releases():
+        return releases.release_registry(args.tf_version), releases.release_source(args.tf_version)
+    return registry.get_registry(), registry.registry_source()  # the installed release, not shipped
 
 
 def _sweep(args: argparse.Namespace) -> Any:
     """Availability of the requested ops: catalog ops through
     :func:`~explorer.analysis.availability.availability`, raw ops (by the spelling rule) as
-    their registry rows."""
+    their registry rows; from the registry of ``--tf-version`` when given."""
     from explorer.analysis import registry
     from explorer.analysis.availability import availability
 
+    chosen = _release_registry(args)
+    modes, backends = args.mode, args.backend
+    if chosen is not None and args.tf_version != _installed_version():
+        modes, backends = ["registry"], ["tensorflow"]  # another release: its registry only
+    answering = (lambda: chosen[0]) if chosen is not None else registry.get_registry
     catalog_ops: list[str] | None = None
     raw_ops: list[str] = []
     if args.op:
-        catalog_ops, raw_ops = resolve_op_names(args.op, lambda: registry.get_registry())
+        if chosen is not None:
+            _check_raw_ops_of_release(args.op, chosen[0])
+        catalog_ops, raw_ops = resolve_op_names(args.op, answering)
     if raw_ops:
         _check_raw_op_request(raw_ops, args)
     result = availability(
         ops=catalog_ops,
         dtypes=args.dtype,
-        backends=args.backend,
+        backends=backends,
         devices=args.device,
-        modes=args.mode,
+        modes=modes,
         use_cache=not args.no_cache,
         progress=not args.json,
         probe_timeout=args.timeout,
-        registry=registry.get_registry() if raw_ops else None,
+        registry=answering() if raw_ops or chosen is not None else None,
     )
+    reg = answering()
     if raw_ops:
-        result.rows = _with_raw_op_rows(result.rows, registry.get_registry(), raw_ops, args)
+        result.rows = _with_raw_op_rows(result.rows, reg, raw_ops, args)
     if args.group:
         result = result.filter(group=args.group)
+    source = chosen[1] if chosen is not None else registry.registry_source()
+    result.environment.update(tf_version=reg.tf_version, registry_source=source)
+    if args.tf_version is not None:
+        result.environment["tf_release"] = args.tf_version
     return result
+
+
+def _check_raw_ops_of_release(names: list[str], reg: Any) -> None:
+    """ValueError for a raw op name (not a catalog name) that ``reg``'s release lacks but another
+    shipped release has, naming those releases."""
+    from explorer.analysis import releases
+    from explorer.ops import catalog
+
+    for name in names:
+        if name in catalog() or name.lower() in catalog() or reg.has_op(name):
+            continue
+        known = releases.known_op(name)
+        if known is not None:
+            have = releases.releases_with_op(known)
+            raise ValueError(
+                f"TensorFlow {reg.tf_version} has no op {known}; the shipped releases that have it: "
+                f"{', '.join(have)}"
+            )
 
 
 def _check_raw_op_request(raw_ops: list[str], args: argparse.Namespace) -> None:
@@ -340,3 +523,181 @@ def _env_value(value: Any) -> str:
     import json
 
     return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+# ---------------------------------------------------------------- --history
+
+
+class _ShippedOpNames:
+    """The raw op names of every shipped release, answering what :func:`resolve_op_names` asks a
+    registry (``name in reg.ops``, ``has_op``, ``op(name).name``) without reading a registry."""
+
+    def __init__(self) -> None:
+        from explorer.analysis.releases import known_op
+
+        self._known = known_op
+        self.ops = self  # ``name in reg.ops``: spelled exactly as a shipped release spells it
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._known(name) == name
+
+    def has_op(self, name: str) -> bool:
+        """True when some shipped release has raw op ``name`` (any case)."""
+        return self._known(name) is not None
+
+    def op(self, name: str) -> Any:
+        """An object whose ``name`` is the raw op's spelling."""
+        from types import SimpleNamespace
+
+        return SimpleNamespace(name=self._known(name))
+
+
+def history_raw_ops(names: list[str] | None, group: str | None = None) -> dict[str, list[str]]:
+    """The raw ops ``--history`` covers -> the catalog ops that run each, by the spelling rule.
+
+    No ``names``: every catalog op (of ``group``); a catalog op stands for the raw ops it
+    dispatches to, a raw op (spelled as TensorFlow spells it) for itself.  ValueError (the
+    catalog's, with close matches) for a name no catalog entry and no shipped release has.
+
+    >>> history_raw_ops(["range", "Qr"])
+    {'Range': ['range', 'dct'], 'Qr': ['qr']}
+    """
+    from explorer.ops import catalog, find_by_raw_op
+
+    if names:
+        catalog_ops, raw_ops = resolve_op_names(names, _ShippedOpNames)
+    else:
+        catalog_ops, raw_ops = list(catalog()), []
+    if group is not None:
+        catalog_ops = [name for name in catalog_ops if catalog()[name].group == group]
+    wanted = [raw for name in catalog_ops for raw in catalog()[name].tf_raw_ops] + raw_ops
+    return {raw: [op.name for op in find_by_raw_op(raw)] for raw in dict.fromkeys(wanted)}
+
+
+def history_device_types(devices: list[str] | None, modes: list[str] | None) -> list[str]:
+    """Registry device types of ``--device`` (default CPU): the device type itself for mode
+    ``registry`` or ``eager`` (the default), the XLA one for ``xla``.
+
+    >>> history_device_types(["CPU", "GPU"], ["xla", "registry"])
+    ['CPU', 'XLA_CPU_JIT', 'GPU', 'XLA_GPU_JIT']
+    """
+    from explorer.backends.tensorflow_registry import registry_device
+
+    asked = {"xla" if m == "xla" else "eager" for m in modes or ["registry"]}
+    kinds = [k for k in ("eager", "xla") if k in asked]
+    return list(dict.fromkeys(registry_device(d, k) for d in devices or ["CPU"] for k in kinds))
+
+
+def history_cells(
+    raw_ops: dict[str, list[str]], dtypes: list[str], device_types: list[str]
+) -> list[dict[str, Any]]:
+    """One entry per raw op x dtype x device type: its status in every shipped release (oldest
+    first), the releases where it changed, and the first release with a kernel.
+
+    >>> cell = history_cells({"Range": ["range"]}, ["float16"], ["CPU"])[0]
+    >>> [c["version"] for c in cell["changes"]], cell["first_release_with_kernel"]
+    (['2.18.0'], '2.18.0')
+    """
+    import itertools
+
+    from explorer.analysis.releases import history
+
+    cells = []
+    for raw, ops in raw_ops.items():
+        for dtype in dtypes:
+            for device in device_types:
+                entries = history(raw, dtype, device)
+                changes = [
+                    {"version": now.version, "status": now.status, "before": before.status}
+                    for before, now in itertools.pairwise(entries)
+                    if now.status != before.status
+                ]
+                cells.append(
+                    {
+                        "raw_op": raw,
+                        "ops": ops,
+                        "dtype": dtype,
+                        "device": device,
+                        "history": [e._asdict() for e in entries],
+                        "changes": changes,
+                        "first_release_with_kernel": next(
+                            (e.version for e in entries if e.status == "ok"), None
+                        ),
+                    }
+                )
+    return cells
+
+
+def history_table(cells: list[dict[str, Any]], releases: list[str]) -> list[str]:
+    """The ``--history`` table as lines: raw op, dtype, device, one letter per release (releases
+    grouped by minor version: ``2.15`` above, the patch ``0``, ``0.post1``, ``1`` below), and
+    the releases where the status changed.
+
+    >>> cell = {"raw_op": "Range", "dtype": "float16", "device": "CPU", "changes": [
+    ...     {"version": "2.18.0", "status": "ok", "before": "no_kernel"}], "history": [
+    ...     {"version": "2.17.1", "status": "no_kernel"}, {"version": "2.18.0", "status": "ok"}]}
+    >>> print("\\n".join(history_table([cell], ["2.17.1", "2.18.0"])))
+                             2.17  2.18
+    raw_op  dtype    device  1     0     changed in
+    Range   float16  CPU     N     +     2.18.0: ok
+    """
+    from explorer.cli import safe_text
+    from explorer.plots.history import status_letter
+
+    fixed = ["raw_op", "dtype", "device"]
+    widths = [max([len(c)] + [len(safe_text(cell[c])) for cell in cells]) for c in fixed]
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for release in releases:
+        major, minor, patch = [*release.split(".", 2), "", ""][:3]
+        groups.setdefault(f"{major}.{minor}", []).append((release, patch or "0"))
+    columns: list[tuple[str, str, int, bool]] = []  # release, patch label, width, last of its group
+    for label, members in groups.items():
+        span = sum(len(p) for _, p in members) + len(members) - 1
+        extra = max(0, len(label) - span)
+        for i, (release, patch) in enumerate(members):
+            last = i == len(members) - 1
+            columns.append((release, patch, len(patch) + (extra if last else 0), last))
+
+    def release_cells(values: dict[str, str]) -> str:
+        return "".join(values.get(r, "").ljust(w) + ("  " if last else " ") for r, _, w, last in columns)
+
+    lead = "  ".join(" " * w for w in widths) + "  "
+    top = lead + "".join(_group_label(label, columns, members) for label, members in groups.items())
+    head = "  ".join(c.ljust(w) for c, w in zip(fixed, widths, strict=True)) + "  "
+    lines = [top.rstrip(), (head + release_cells({r: p for r, p, _, _ in columns}) + "changed in").rstrip()]
+    for cell in cells:
+        letters = {e["version"]: status_letter(e["status"]) for e in cell["history"]}
+        changed = ", ".join(f"{c['version']}: {c['status']}" for c in cell["changes"]) or "-"
+        left = "  ".join(safe_text(cell[c]).ljust(w) for c, w in zip(fixed, widths, strict=True)) + "  "
+        lines.append((left + release_cells(letters) + safe_text(changed)).rstrip())
+    return lines
+
+
+def _group_label(label: str, columns: list[tuple[str, str, int, bool]], members: list[Any]) -> str:
+    """``label`` over its releases' columns (their widths and separators)."""
+    releases = {r for r, _ in members}
+    span = sum(w + (2 if last else 1) for r, _, w, last in columns if r in releases)
+    return label.ljust(span)
+
+
+def _history(args: argparse.Namespace) -> int:
+    """``--history``: the table (or ``--json``) of :func:`history_cells` for the selection."""
+    from explorer.analysis.releases import shipped_releases
+    from explorer.cli import safe_text
+    from explorer.plots.history import STATUS_LETTERS, STATUS_MEANINGS
+
+    raw_ops = history_raw_ops(args.op, args.group)
+    if not raw_ops:
+        raise ValueError("the selection has no TensorFlow raw ops (catalog ops with no TensorFlow call)")
+    dtypes = list(dict.fromkeys(args.dtype or HISTORY_DTYPES))
+    cells = history_cells(raw_ops, dtypes, history_device_types(args.device, args.mode))
+    releases = shipped_releases()
+    source = f"shipped registries of {len(releases)} TensorFlow releases ({releases[0]} to {releases[-1]})"
+    if args.json:
+        _print_json(cells, {"registry_source": source, "tf_releases": releases})
+        return 0
+    print("\n".join(history_table(cells, releases)))
+    print("\n" + safe_text(f"{len(cells)} cells; from the {source}; no TensorFlow imported"))
+    print("letters: " + ", ".join(f"{letter} {status}" for status, letter in STATUS_LETTERS.items()))
+    print(f"  (- absent: {STATUS_MEANINGS['absent']})")
+    return 0
