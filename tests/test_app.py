@@ -134,7 +134,7 @@ def test_op_search_narrows_the_dropdown(app: Any) -> None:
     app.controls.op_search.value = "log"
     names = [v for _, v in app.controls.op.options]
     assert "log" in names and "exp" in names  # exp is the current op: always kept
-    assert all("log" in n or n == "exp" for n in names)
+    assert all("log" in n.lower() or n == "exp" for n in names)  # raw ops too: Log, LogSoftmax
 
 
 def test_every_widget_has_a_stable_css_class(app: Any) -> None:
@@ -250,14 +250,35 @@ def test_figure_export_png_and_svg(app: Any, tmp_path: Path) -> None:
     assert "download=" in tab.export_link.value and "data:image/png;base64," in tab.export_link.value
 
 
-def test_kernels_tab_waits_for_tensorflow_without_error(app: Any) -> None:
+def test_kernels_tab_shows_the_registry_before_tensorflow_loads(app: Any) -> None:
+    """The installed release's shipped registry answers while TensorFlow is not loaded (the
+    fixture's App never loads it): cholesky's declared rows are those of a separate reading of
+    TensorFlow's registry (tests/registry_oracle.py)."""
+    from registry_oracle import oracle
+
     tab = app.select("kernels")
-    assert "px-msg-loading" in tab.status.value or "not loaded" in tab.status.value
-    assert "TensorFlow" in app.banner.value
+    assert not tab.needs_tensorflow
+    app.state.set(op="cholesky", dtypes=("float16", "bfloat16"), backends=("tensorflow",), mode="registry")
+    tab.refresh()
+    assert "px-msg-loading" not in tab.status.value, tab.status.value
+    assert app.ctx.tf_loader.status == "idle"
+    rows = tab.declared_frame(["cholesky"], ("float16", "bfloat16"))
+    truth = oracle()
+    for dtype in ("float16", "bfloat16"):
+        for device in ("CPU", "XLA_CPU_JIT"):
+            cell = (rows["raw_op"] == "Cholesky") & (rows["dtype"] == dtype) & (rows["device"] == device)
+            got = rows[cell]["status"].tolist()
+            assert got == [truth.declared("Cholesky", dtype, device)], (dtype, device, got)
 
 
-def test_failed_tensorflow_load_is_reported_readably() -> None:
+@pytest.mark.parametrize("registry_at_hand", [False, True])
+def test_failed_tensorflow_load_is_reported_readably(registry_at_hand: bool, monkeypatch: Any) -> None:
+    """Without a registry at hand the kernels tab says it needs TensorFlow; with the shipped one
+    it still shows the declared rows.  Either way the banner gives the import error, no traceback."""
     import explorer
+    from explorer.analysis import registry
+
+    monkeypatch.setattr(registry, "available_without_tensorflow", lambda: registry_at_hand)
 
     def fail() -> None:
         raise ImportError("libcudart.so.12: cannot open shared object file")
@@ -269,8 +290,12 @@ def test_failed_tensorflow_load_is_reported_readably() -> None:
         time.sleep(0.05)
     assert "could not be loaded" in app.banner.value and "libcudart" in app.banner.value
     app.selected_tab.refresh()
-    assert "needs TensorFlow, which could not be loaded" in app.selected_tab.status.value
-    assert "Traceback" not in app.selected_tab.status.value
+    status = app.selected_tab.status.value
+    if registry_at_hand:
+        assert "declared by TensorFlow" in status and "px-msg-error" not in status, status
+    else:
+        assert "needs TensorFlow, which could not be loaded" in status
+    assert "Traceback" not in status
 
 
 # ------------------------------------------------------------------------------------- jobs and loader

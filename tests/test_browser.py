@@ -48,7 +48,15 @@ TABS = [
     ("bits", "Bits"),
     ("training", "Training"),
     ("environment", "Environment"),
+    ("explain", "Explain"),
 ]
+#: the error this project started from (TensorFlow 2.4.1), pasted into the Explain tab
+ORIGINAL_ERROR = (
+    "NotFoundError: Could not find device for node: {{node Range}} = Range[Tidx=DT_HALF]\n"
+    "All kernels registered for op Range:\n"
+    "  device='CPU'; Tidx in [DT_INT64]\n  device='CPU'; Tidx in [DT_INT32]\n"
+    "  device='CPU'; Tidx in [DT_DOUBLE]\n  device='CPU'; Tidx in [DT_FLOAT]\n [Op:Range]"
+)
 
 
 def _missing_browser() -> str:
@@ -241,6 +249,18 @@ def test_voila_serves_the_app_and_dtype_changes_kernels_view(
                     "() => document.querySelector('.px-training-progress .progress-bar-success, "
                     ".px-training-progress .widget-progress-success, .px-training-progress [class*=success]')"
                     " !== null",
+                    timeout=120_000,
+                )
+            if key == "explain":  # paste the original error: the explanation names the first release
+                from explorer.analysis.releases import first_release_with_kernel
+
+                first = first_release_with_kernel("Range", "float16", "CPU")
+                page.fill(".px-explain-text textarea", ORIGINAL_ERROR)
+                page.click(".px-explain-button")
+                page.wait_for_function(
+                    "first => { const d = document.querySelector('.px-explain-details');"
+                    " return d !== null && d.textContent.includes('Range') && d.textContent.includes(first); }",
+                    arg=first,
                     timeout=120_000,
                 )
             page.wait_for_timeout(300)

@@ -94,6 +94,22 @@ def registry_source() -> str:
     return _SOURCE
 
 
+def available_without_tensorflow() -> bool:
+    """Whether :func:`get_registry` can answer without importing TensorFlow or starting a worker:
+    it was read already, the shipped registry of the installed release applies, or a disk cache
+    of the live one exists.
+
+    >>> isinstance(available_without_tensorflow(), bool)
+    True
+    """
+    if _REGISTRY is not None or shipped_installed_release() is not None:
+        return True
+    from explorer.analysis.envcache import cache_dir_or_none
+
+    directory = cache_dir_or_none()
+    return directory is not None and (directory / _disk_key()).is_file()
+
+
 def _disk_key() -> str:
     version = installed_tensorflow_version() or "none"
     return f"registry-v{DATA_VERSION}-tf{version}-py{sys.version_info[0]}{sys.version_info[1]}.json"
@@ -195,6 +211,7 @@ __all__ = [
     "REGISTRY_DEVICE",
     "OpInfo",
     "Registry",
+    "available_without_tensorflow",
     "get_registry",
     "installed_tensorflow_version",
     "read_registry_data",

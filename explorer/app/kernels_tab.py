@@ -106,6 +106,11 @@ class KernelsTab(Tab):
         self.widget.children = tuple(children)
         self.job: Job | None = None
         self.snapshot: Any = None
+        from explorer.analysis.registry import available_without_tensorflow
+
+        # the registry view is served from the shipped (or cached) registry of the installed
+        # release while TensorFlow still imports; probes run in sandbox workers either way
+        self.needs_tensorflow = not available_without_tensorflow()
 
     # ------------------------------------------------------------------ data
 
@@ -115,10 +120,14 @@ class KernelsTab(Tab):
 
         return self.ctx.cache.get(("registry",), get_registry)
 
-    def on_tensorflow_loaded(self, app: Any) -> None:
+    def on_registry_ready(self, app: Any) -> None:
+        """Let the op box take TensorFlow's raw op names once the registry is at hand."""
         reg = self.registry()
         self.state.set_raw_op_checker(reg.has_op)
         app.controls.set_raw_ops(reg.op_names)
+
+    def on_tensorflow_loaded(self, app: Any) -> None:
+        self.on_registry_ready(app)
 
     def shown_ops(self) -> list[str]:
         """Catalog ops (or the raw op) shown as heatmap rows."""

@@ -1,4 +1,4 @@
-"""``explorer.App()``: the controls, the six tabs and the background TensorFlow loader."""
+"""``explorer.App()``: the controls, the tabs and the background TensorFlow loader."""
 
 from __future__ import annotations
 
@@ -19,11 +19,12 @@ def _tab_classes() -> list[type[Tab]]:
     from explorer.app.accuracy_tab import AccuracyTab
     from explorer.app.bits_tab import BitsTab
     from explorer.app.environment_tab import EnvironmentTab
+    from explorer.app.explain_tab import ExplainTab
     from explorer.app.kernels_tab import KernelsTab
     from explorer.app.ranges_tab import RangesTab
     from explorer.app.training_tab import TrainingTab
 
-    return [KernelsTab, RangesTab, AccuracyTab, BitsTab, TrainingTab, EnvironmentTab]
+    return [KernelsTab, RangesTab, AccuracyTab, BitsTab, TrainingTab, EnvironmentTab, ExplainTab]
 
 
 class App:
@@ -33,7 +34,7 @@ class App:
     ``load_tensorflow=False`` skips the background TensorFlow import (tests).
     The selection lives in ``app.state`` (an :class:`~explorer.app.state.AppState`);
     widgets are in ``app.controls``; tabs in ``app.tabs`` by key
-    (kernels, ranges, accuracy, bits, training, environment).
+    (kernels, ranges, accuracy, bits, training, environment, explain).
     """
 
     def __init__(
@@ -67,6 +68,9 @@ class App:
         self.widget = widgets.VBox([title, self.banner, self.controls.widget, self.tab_widget])
         self.widget.add_class("px-app")
 
+        for t in self.tabs.values():
+            if not t.needs_tensorflow:
+                t.on_registry_ready(self)
         self.state.observe(self._on_state_change)
         self.tab_widget.observe(self._on_tab_selected, names="selected_index")
         self.tab_widget.selected_index = list(self.tabs).index(tab)
@@ -102,7 +106,7 @@ class App:
         return self.tabs[key]
 
     def tab(self, key: str) -> Tab:
-        """The tab object ``key`` (kernels, ranges, accuracy, bits, training, environment)."""
+        """The tab object ``key`` (kernels, ranges, accuracy, bits, training, environment, explain)."""
         if key not in self.tabs:
             raise ValueError(f"unknown tab {key!r}; valid tabs: {', '.join(self.tabs)}")
         return self.tabs[key]
@@ -162,10 +166,10 @@ class App:
         kind = {"loading": "loading", "failed": "error", "ready": "info"}.get(loader.status, "info")
         text = loader.describe()
         if loader.status == "loading":
-            text += (
-                " The Ranges, Accuracy and Bits tabs work already;"
-                " Kernels and Training fill in when it is ready."
-            )
+            waiting = [t.title for t in self.tabs.values() if t.needs_tensorflow]
+            ready = [t.title for t in self.tabs.values() if not t.needs_tensorflow]
+            if waiting:
+                text += f" {', '.join(ready)} work already; {' and '.join(waiting)} fill in when it is ready."
         elif loader.status == "idle":
             text = "TensorFlow is not loaded (App(load_tensorflow=False)); TensorFlow views stay empty."
         self.banner.value = message_html(text, kind)

@@ -82,6 +82,10 @@ class Tab:
         """Draw the tab from the state."""
         raise NotImplementedError
 
+    def on_registry_ready(self, app: Any) -> None:
+        """Called once TensorFlow's kernel registry can be read without waiting for TensorFlow
+        (at start when the shipped or cached registry applies)."""
+
     def on_tensorflow_loaded(self, app: Any) -> None:
         """Called in the loader thread once TensorFlow has loaded (tabs using it mark themselves dirty)."""
 

@@ -19,6 +19,7 @@ accuracy   one (catalog), required   repeatable, required    repeatable
 kernels    repeatable (catalog or    repeatable              repeatable
            TensorFlow raw op)
 train      --                        --                      --
+explain    --                        --                      --
 lab, app   --                        --                      --
 =========  ========================  ======================  ==========================
 

@@ -1,0 +1,200 @@
+"""Explain tab: paste an error text, get the op, dtype, device, what the releases say, and a fix.
+
+The work is :func:`explorer.analysis.diagnose.diagnose`; it runs in a background :class:`Job`
+(running the workaround starts a sandbox worker), and the result is shown as HTML in which every
+string that came from the pasted text or was derived from it is escaped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+from typing import Any
+
+import ipywidgets as widgets
+
+from explorer.app.jobs import Job
+from explorer.app.tab import Tab
+
+#: what the text area shows before anything is pasted
+PLACEHOLDER = (
+    "Paste an error text or a whole traceback, e.g.\n"
+    "NotFoundError: Could not find device for node: {{node Range}} = Range[Tidx=DT_HALF]\n"
+    "RuntimeError: \"slow_conv2d_cpu\" not implemented for 'Half'"
+)
+
+
+def _e(value: Any) -> str:
+    """Escaped text of any value (None as an em dash)."""
+    return "—" if value is None or value == "" else html.escape(str(value), quote=True)
+
+
+def _row(label: str, value: str) -> str:
+    style = "text-align:left;padding-right:12px;vertical-align:top"
+    return f"<tr><th style='{style}'>{_e(label)}</th><td>{value}</td></tr>"
+
+
+def _kernels_html(result: dict[str, Any]) -> str:
+    per_device: dict[str, list[str]] = {}
+    for kernel in result["listed_kernels"]:
+        values = [t for v in kernel["constraints"].values() for t in v] or ["any dtype"]
+        per_device.setdefault(kernel["device"], []).extend(values)
+    return "<br>".join(f"{_e(d)}: {_e(', '.join(dict.fromkeys(v)))}" for d, v in per_device.items())
+
+
+def _matches_html(m: dict[str, Any]) -> str:
+    from explorer.analysis.diagnose import releases_text
+
+    if m["exact"]:
+        return "exactly the kernels of " + _e(releases_text(m["exact"]))
+    if not m["closest"]:
+        return "no shipped release has this op"
+    closest = m["closest"][0] + (f" to {m['closest'][-1]}" if len(m["closest"]) > 1 else "")
+    among = f"no exact match among {m['compared']} shipped releases"
+    return _e(f"{among}; closest: {closest} ({m['differences']} differences)")
+
+
+def _history_html(result: dict[str, Any]) -> str:
+    colours = {"ok": "#1a7f37", "no_kernel": "#a00000", "unsupported_dtype": "#8a5a00", "absent": "#777"}
+    cells = "".join(
+        f"<td title='{_e(h['reason'] or h['status'])}' style='padding:2px 6px;color:#fff;"
+        f"background:{colours.get(h['status'], '#555')}'>{_e(h['version'])}<br>{_e(h['status'])}</td>"
+        for h in result["history"]
+    )
+    return (
+        f"<table style='border-collapse:separate;border-spacing:2px;font-size:85%'><tr>{cells}</tr></table>"
+    )
+
+
+def result_html(result: dict[str, Any]) -> str:
+    """The diagnose result as HTML: labelled facts, the explanation, the workaround code in a <pre>.
+
+    >>> "&lt;img" in result_html({"recognised": False, "explanation": "<img src=x>", "looked_for": []})
+    True
+    """
+    if not result["recognised"]:
+        items = "".join(f"<li>{_e(line)}</li>" for line in result.get("looked_for", []))
+        reason = result["explanation"].split(" Looked for:")[0]
+        return (
+            "<div class='px-explain-result px-explain-unrecognised'>"
+            f"<p><b>Not recognised.</b> {_e(reason)}</p><p>Looked for:</p><ul>{items}</ul></div>"
+        )
+    rows = [
+        _row("error", f"<code>{_e(result['message'])}</code>"),
+        _row("framework", _e(f"{result['framework']} ({result['kind']})")),
+        _row("op", f"<b>{_e(result['op'] or 'no catalog op')}</b> ({_e(result['raw_op'])})"),
+        _row("dtype", f"<b>{_e(result['dtype'])}</b> ({_e(result['dtype_text'])})"),
+        _row("device", _e(result["device"])),
+    ]
+    if result["listed_kernels"]:
+        rows.append(_row("kernels listed", _kernels_html(result)))
+    if result["matching_releases"]:
+        rows.append(_row("matching releases", _matches_html(result["matching_releases"])))
+    if result["history"]:
+        first = result["first_release_with_kernel"] or "none"
+        rows.append(
+            _row(
+                f"history ({result['history_device']})",
+                _history_html(result) + f"first release with a kernel: <b>{_e(first)}</b>",
+            )
+        )
+    installed = result["installed"]
+    status = installed.get("status") or installed.get("note")
+    rows.append(
+        _row("installed", _e(f"{installed['framework']} {installed['release'] or 'not installed'}: {status}"))
+    )
+    for note in result["notes"]:
+        rows.append(_row("note", _e(note)))
+    parts = [
+        "<div class='px-explain-result'>",
+        f"<table class='px-explain-facts'>{''.join(rows)}</table>",
+        f"<p class='px-explain-explanation'>{_e(result['explanation'])}</p>",
+    ]
+    work = result["workaround"]
+    if work["code"]:
+        how = f"ran here, returned {work['result_dtype']}" if work["ran"] else work["note"]
+        parts.append(f"<p><b>Workaround:</b> {_e(work['description'])} ({_e(how)})</p>")
+        parts.append(
+            "<pre class='px-explain-code' style='background:#f6f8fa;padding:8px;white-space:pre-wrap'>"
+            f"{_e(work['code'])}</pre>"
+        )
+    else:
+        parts.append(f"<p><b>No workaround:</b> {_e(work['note'])}</p>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+class ExplainTab(Tab):
+    """A text area for an error text, an Explain button, and the explanation."""
+
+    title = "Explain"
+    key = "explain"
+    fields: tuple[str, ...] = ()
+    intro = (
+        "Explain my error: paste a TensorFlow, PyTorch or JAX error text to see which op, dtype and device "
+        "it is about, which TensorFlow releases list the kernels it lists, the first release with the "
+        "kernel, and a workaround that was run here."
+    )
+
+    def build(self) -> None:
+        self.text = widgets.Textarea(
+            value="", placeholder=PLACEHOLDER, layout=widgets.Layout(width="100%", height="160px")
+        )
+        self.text.add_class("px-explain-text")
+        self.button = widgets.Button(
+            description="Explain", button_style="info", tooltip="read the text and explain it"
+        )
+        self.button.add_class("px-explain-button")
+        self.button.on_click(lambda _: self.explain())
+        self.run_workaround = widgets.Checkbox(
+            value=True, description="run the workaround here", indent=False
+        )
+        self.run_workaround.add_class("px-explain-run")
+        self.working = widgets.Label("").add_class("px-explain-working")
+        self.toolbar.layout = widgets.Layout(flex_flow="column", width="100%")
+        self.toolbar.children = [self.text, widgets.HBox([self.button, self.run_workaround, self.working])]
+        self.export_bar.layout.display = "none"  # this tab draws no figure
+        self.result: dict[str, Any] | None = None
+        self.failure = ""
+        self.job: Job | None = None
+
+    def explain(self, wait: bool = False) -> Job | None:
+        """Explain the text in the text area in the background (``wait``: until it is shown).
+
+        Returns the job, or None when one is already running (the click is ignored).
+        """
+        if self.job is not None and self.job.running:
+            return None
+        from explorer.analysis.diagnose import diagnose
+
+        text, run = self.text.value, bool(self.run_workaround.value)
+        self.button.disabled = True
+        self.working.value = (
+            "working… (running the workaround starts a sandbox worker)" if run else "working…"
+        )
+        self.job = Job("explain", lambda ctx: diagnose(text, run_workaround=run))
+        self.job.on_done(self._done)
+        self.job.start()
+        if wait:
+            with contextlib.suppress(RuntimeError):  # a failure is shown in the tab
+                self.job.wait()
+        return self.job
+
+    def _done(self, job: Job) -> None:
+        self.button.disabled = False
+        self.working.value = ""
+        self.result = job.result if job.status == "done" else None
+        self.failure = "" if job.status == "done" else (job.error or job.status)
+        self.dirty = True
+        self.refresh()
+
+    def render(self) -> None:
+        if self.failure:
+            self.show_html("")
+            self.show_message(f"The text could not be explained: {self.failure}", "warning")
+            return
+        if self.result is None:
+            self.show_html("")
+            self.show_message("Paste an error text above and press Explain.", "info")
+            return
+        self.show_html(result_html(self.result))
