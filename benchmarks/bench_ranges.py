@@ -3,7 +3,11 @@
     python benchmarks/run.py ranges
 
 - an exhaustive float16 sweep of one unary op (exp) on numpy, tensorflow and emulated,
-  with the regions and the ULP errors of every backend, warm (after one call): target < 1 s;
+  with the regions and both ULP measures (ulp_steps, ulp_error) of every backend, warm (after
+  one call): target < 1 s;
+- the reference kinds of every elementwise unary op over every float16 and bfloat16 input
+  (emulated sweeps: the float64 references with their declared zeros and poles, and
+  ``Sweep.reference_kinds``), the explorer side of tests/test_classification_oracle.py;
 - rounding 1 M float32 values to float8_e4m3fn: ``round_to(..., "nearest_even")`` against
   ``ml_dtypes`` ``astype`` (target: within 2x), and ``round_to(..., "stochastic")`` against
   ``gfloat.round_ndarray`` with ``RoundMode.Stochastic`` (target: at least 3x faster).
@@ -38,6 +42,14 @@ def _sweep_all(op: str, fmt: str) -> None:
     accuracy_from_sweep(s)
 
 
+def _reference_kinds_of_every_op() -> None:
+    from explorer.analysis.ranges import sweep, unary_ops
+
+    for op in unary_ops():
+        for fmt in ("float16", "bfloat16"):
+            sweep(op, fmt, ("emulated",)).reference_kinds()
+
+
 def _gfloat_stochastic() -> Callable[[object], object] | None:
     try:
         import gfloat
@@ -65,6 +77,13 @@ def run() -> list[tuple[str, float, str]]:
     from explorer.rounding import round_to
 
     figures: list[tuple[str, float, str]] = []
+    figures.append(
+        (
+            "reference kinds, all unary ops x float16, bfloat16 (emulated sweeps)",
+            _best_seconds(_reference_kinds_of_every_op, repeat=3),
+            "s",
+        )
+    )
     for op in ("exp", "tanh"):
         _sweep_all(op, "float16")  # warm: TensorFlow import and first-call set-up
         seconds = _best_seconds(lambda op=op: _sweep_all(op, "float16"), repeat=5)

@@ -551,3 +551,503 @@ def number_line_index(values: np.ndarray, name: str) -> np.ndarray:
         index = binade - emin(spec) + (in_binade - per_binade)
     index = np.where(magnitude == 0, 0, index)
     return np.where(x < 0, -index, index).astype(np.int64)
+
+
+# ---------------------------------------------------------------------------- every value of a format
+
+
+def finite_values(name: str) -> np.ndarray:
+    """The distinct finite values of a format of 16 bits or fewer, sorted, from the table
+    (:func:`decode_bits`), ``-0`` merged with ``0``.
+
+    >>> finite_values("float16").size, finite_values("bfloat16").size
+    (63487, 65279)
+    """
+    spec = SPECS[name]
+    values = decode_bits(np.arange(1 << spec.bits), spec)
+    return np.unique(values[np.isfinite(values)]) + 0.0
+
+
+# ---------------------------------------------------------------------------- unary ops, every input
+#
+# The classification oracle: for every input x of a format, the exact f(x) correctly rounded, and
+# its kind.  Written from the mathematics alone (no explorer; no float64 library function of f but
+# scipy's erfinv as a guess that is then verified, below):
+#
+# - where f is not real-valued (outside its domain, or undefined inside it: digamma at -1, -2, ...)
+#   the value is NaN, kind ``nan``;
+# - at a pole (a point where f is infinite: log(0), 1/0, lgamma(-3)) the value is that infinity
+#   (the limit from the side the IEEE signed zero picks: log(+0) = -inf, digamma(+0) = -inf),
+#   kind ``ok``; at an exact zero (sin(0), log(1), lgamma(2)) the value is 0, kind ``ok``;
+# - elsewhere f(x) is finite and nonzero: ``overflow`` when it rounds to inf, ``underflow`` when
+#   it rounds to 0, ``subnormal`` when it rounds to a subnormal, else ``ok``.
+#
+# Values come from mpmath (Ziv's strategy from 64 bits up, a 2**-(prec - 24) relative error bound,
+# generous for the compound formulas), from exact rationals (Fractions) or, for the ops whose
+# float64 value is exactly f(x) (abs, floor, x*x of a 16-bit value, ...), from float64 itself.  Two
+# ops use float64 division: 1/x and x/5 of 16-bit values, rounded once more to the format; that
+# double rounding is innocuous (Figueroa del Cid, 2000: for +, -, *, / and sqrt of p-bit operands,
+# rounding to 53 bits and then to p bits equals rounding once when 53 >= 2p + 2; p <= 11 here).
+#
+# Two shortcuts make every input affordable, both exact:
+# - symmetry: odd and even functions are computed for x > 0 and mirrored;
+# - monotone pieces: the kinds are intervals of |f(x)| (below half the smallest subnormal: 0;
+#   then subnormal; normal; past the overflow bound), so where f is monotone on an interval, two
+#   inputs a < b where f has the same sign and the same kind bound every input between them
+#   (f(x) lies between f(a) and f(b)): runs of one kind are filled by bisection, a few dozen
+#   evaluations per piece.  sin and tan are monotone between their extrema or poles
+#   ((k - 1/2) pi, (k + 1/2) pi), cos on (k pi, (k + 1) pi) (the piece of x in float64 where the
+#   quotient is far from an integer, else in mpmath); digamma between its poles; lgamma on each
+#   (-n - 1, -n) on either side of where digamma, its increasing derivative, changes sign.
+# The correctly rounded values themselves are computed at every evaluated input (the bisection's,
+# which sit at the kind boundaries) and at every ``stride``-th input, and compared there.
+# erfinv (slow in mpmath) is inverted by its increasing inverse: c is RN(erfinv(x)) exactly when
+# erf of the midpoints around c brackets x; the float64 guess only picks which c to check.
+
+_SELU_ALPHA = "1.6732632423543772848170429916717"
+_SELU_SCALE = "1.0507009873554804934193349852946"
+
+
+def _mp_lgamma(x: mpmath.mpf) -> mpmath.mpf:
+    return mpmath.loggamma(x) if x > 0 else mpmath.log(abs(mpmath.gamma(x)))
+
+
+def _mp_selu(x: mpmath.mpf) -> mpmath.mpf:
+    inner = x if x > 0 else mpmath.mpf(_SELU_ALPHA) * mpmath.expm1(x)
+    return mpmath.mpf(_SELU_SCALE) * inner
+
+
+def _never(x: float) -> bool:
+    return False
+
+
+def _integer_at_most_zero(x: float) -> bool:
+    return x <= 0 and x == math.floor(x)
+
+
+def _negative_integer(x: float) -> bool:
+    return x < 0 and x == math.floor(x)
+
+
+@dataclass(frozen=True)
+class UnarySpec:
+    """What the oracle knows of one real function of one variable."""
+
+    #: ``mpmath``: ``f`` maps mpf to mpf; ``rational``: Fraction to Fraction (exact);
+    #: ``float64``: a NumPy function whose float64 value is exact, or innocuously rounded (above)
+    how: Literal["mpmath", "rational", "float64"]
+    f: Callable[..., object]
+    #: closed interval where f is real-valued
+    domain: tuple[float, float] = (-math.inf, math.inf)
+    #: points where f is exactly 0
+    zeros: tuple[float, ...] = ()
+    #: poles: (points, the infinity there) and a predicate for infinitely many
+    poles: tuple[tuple[float, float], ...] = ()
+    pole_where: Callable[[float], bool] = _never
+    pole_value: float = math.inf
+    #: points inside the domain where f is undefined (NaN)
+    undefined: Callable[[float], bool] = _never
+    #: 1: even, -1: odd, 0: neither (computed for x > 0 and mirrored when not 0)
+    parity: int = 0
+    #: open intervals on which f is monotone (for the fill shortcut)
+    monotone: tuple[tuple[float, float], ...] = ()
+    #: for x < 0: monotone between consecutive integers (digamma)
+    monotone_between_integers: bool = False
+    #: monotone on (k - offset, k + 1 - offset) * pi for integers k (sin, tan: 1/2; cos: 0)
+    pi_pieces: float | None = None
+    #: for x < 0, between consecutive integers: the derivative, increasing there (f is decreasing
+    #: where it is negative, then increasing: lgamma, whose derivative is digamma)
+    derivative_between_integers: Callable[[mpmath.mpf], mpmath.mpf] | None = None
+
+
+_R = (-math.inf, math.inf)
+_POS = ((0.0, math.inf),)
+
+UNARY: dict[str, UnarySpec] = {
+    "abs": UnarySpec("float64", np.abs),
+    "neg": UnarySpec("float64", np.negative),
+    "sign": UnarySpec("float64", np.sign),
+    "floor": UnarySpec("float64", np.floor),
+    "ceil": UnarySpec("float64", np.ceil),
+    "round": UnarySpec("float64", np.rint),  # half to even
+    "square": UnarySpec("float64", np.square),  # 22 bits of a 16-bit value: exact
+    "relu": UnarySpec("float64", lambda x: np.maximum(x, 0.0)),
+    "relu6": UnarySpec("float64", lambda x: np.minimum(np.maximum(x, 0.0), 6.0)),
+    "reciprocal": UnarySpec("float64", lambda x: 1.0 / x, poles=((0.0, math.inf),)),
+    "leaky_relu": UnarySpec("float64", lambda x: np.where(x > 0, x, x / 5.0)),  # alpha = 1/5
+    "softsign": UnarySpec("rational", lambda x: x / (1 + abs(x)), zeros=(0.0,), parity=-1, monotone=(_R,)),
+    "sqrt": UnarySpec("mpmath", mpmath.sqrt, (0.0, math.inf), zeros=(0.0,), monotone=_POS),
+    "rsqrt": UnarySpec(
+        "mpmath", lambda x: 1 / mpmath.sqrt(x), (0.0, math.inf), poles=((0.0, math.inf),), monotone=_POS
+    ),
+    "exp": UnarySpec("mpmath", mpmath.exp, monotone=(_R,)),
+    "expm1": UnarySpec("mpmath", mpmath.expm1, zeros=(0.0,), monotone=(_R,)),
+    "log": UnarySpec(
+        "mpmath", mpmath.log, (0.0, math.inf), zeros=(1.0,), poles=((0.0, -math.inf),), monotone=_POS
+    ),
+    "log1p": UnarySpec(
+        "mpmath",
+        mpmath.log1p,
+        (-1.0, math.inf),
+        zeros=(0.0,),
+        poles=((-1.0, -math.inf),),
+        monotone=((-1.0, math.inf),),
+    ),
+    "sin": UnarySpec("mpmath", mpmath.sin, zeros=(0.0,), parity=-1, pi_pieces=0.5),
+    "cos": UnarySpec("mpmath", mpmath.cos, parity=1, pi_pieces=0.0),
+    "tan": UnarySpec("mpmath", mpmath.tan, zeros=(0.0,), parity=-1, pi_pieces=0.5),
+    "asin": UnarySpec("mpmath", mpmath.asin, (-1.0, 1.0), zeros=(0.0,), parity=-1, monotone=((-1.0, 1.0),)),
+    "acos": UnarySpec("mpmath", mpmath.acos, (-1.0, 1.0), zeros=(1.0,), monotone=((-1.0, 1.0),)),
+    "atan": UnarySpec("mpmath", mpmath.atan, zeros=(0.0,), parity=-1, monotone=(_R,)),
+    "sinh": UnarySpec("mpmath", mpmath.sinh, zeros=(0.0,), parity=-1, monotone=(_R,)),
+    "cosh": UnarySpec("mpmath", mpmath.cosh, parity=1, monotone=_POS),
+    "tanh": UnarySpec("mpmath", mpmath.tanh, zeros=(0.0,), parity=-1, monotone=(_R,)),
+    "asinh": UnarySpec("mpmath", mpmath.asinh, zeros=(0.0,), parity=-1, monotone=(_R,)),
+    "acosh": UnarySpec("mpmath", mpmath.acosh, (1.0, math.inf), zeros=(1.0,), monotone=((1.0, math.inf),)),
+    "atanh": UnarySpec(
+        "mpmath",
+        mpmath.atanh,
+        (-1.0, 1.0),
+        zeros=(0.0,),
+        poles=((-1.0, -math.inf), (1.0, math.inf)),
+        parity=-1,
+        monotone=((-1.0, 1.0),),
+    ),
+    "sigmoid": UnarySpec("mpmath", lambda x: 1 / (1 + mpmath.exp(-x)), monotone=(_R,)),
+    "erf": UnarySpec("mpmath", mpmath.erf, zeros=(0.0,), parity=-1, monotone=(_R,)),
+    "erfc": UnarySpec("mpmath", mpmath.erfc, monotone=(_R,)),
+    "erfinv": UnarySpec(
+        "mpmath",
+        mpmath.erfinv,
+        (-1.0, 1.0),
+        zeros=(0.0,),
+        poles=((-1.0, -math.inf), (1.0, math.inf)),
+        parity=-1,
+        monotone=((-1.0, 1.0),),
+    ),
+    # lgamma = log|Gamma|: +inf at 0, -1, -2, ...; minimum at 1.4616...: decreasing, then increasing
+    "lgamma": UnarySpec(
+        "mpmath",
+        _mp_lgamma,
+        zeros=(1.0, 2.0),
+        pole_where=_integer_at_most_zero,
+        monotone=((0.0, 1.4616), (1.4617, math.inf)),
+        derivative_between_integers=mpmath.digamma,
+    ),
+    # digamma: increasing between its poles; -inf at +0 (from the right), undefined at -1, -2, ...
+    "digamma": UnarySpec(
+        "mpmath",
+        mpmath.digamma,
+        poles=((0.0, -math.inf),),
+        undefined=_negative_integer,
+        monotone=_POS,
+        monotone_between_integers=True,
+    ),
+    "bessel_i0": UnarySpec("mpmath", lambda x: mpmath.besseli(0, x), parity=1, monotone=_POS),
+    "bessel_i0e": UnarySpec(
+        "mpmath", lambda x: mpmath.besseli(0, x) * mpmath.exp(-abs(x)), parity=1, monotone=_POS
+    ),
+    "bessel_i1": UnarySpec("mpmath", lambda x: mpmath.besseli(1, x), zeros=(0.0,), parity=-1, monotone=(_R,)),
+    "elu": UnarySpec("mpmath", lambda x: x if x > 0 else mpmath.expm1(x), zeros=(0.0,), monotone=(_R,)),
+    "selu": UnarySpec("mpmath", _mp_selu, zeros=(0.0,), monotone=(_R,)),
+    "softplus": UnarySpec("mpmath", lambda x: mpmath.log1p(mpmath.exp(x)), monotone=(_R,)),
+    # gelu = x Phi(x): minimum near -0.7518; silu = x sigmoid(x): minimum near -1.2785
+    "gelu": UnarySpec(
+        "mpmath",
+        lambda x: x / 2 * mpmath.erfc(-x / mpmath.sqrt(2)),
+        zeros=(0.0,),
+        monotone=((-math.inf, -0.76), (-0.75, math.inf)),
+    ),
+    "silu": UnarySpec(
+        "mpmath",
+        lambda x: x / (1 + mpmath.exp(-x)),
+        zeros=(0.0,),
+        monotone=((-math.inf, -1.28), (-1.27, math.inf)),
+    ),
+    "log_sigmoid": UnarySpec("mpmath", lambda x: -mpmath.log1p(mpmath.exp(-x)), monotone=(_R,)),
+}
+
+#: Ziv's working precisions, in bits
+UNARY_PRECISIONS: tuple[int, ...] = (64, 128, 256, 512)
+
+
+def _round_dyadic(man: int, exp: int, t: Target, negative: bool) -> float:
+    """``(-1)**negative * man * 2**exp`` rounded to nearest-even, without building huge integers:
+    values of at least ``2**(emax + 2)`` overflow, values below half the smallest subnormal
+    go to zero, before any shift."""
+    if man == 0:
+        return round_ratio(0, 1, t, negative=negative)
+    top = exp + man.bit_length()  # 2**(top - 1) <= value < 2**top
+    emax = _floor_log2(t.max_finite.numerator, t.max_finite.denominator)
+    if top - 1 >= emax + 2:
+        result = _overflow(t, "nearest_even")
+        return -result if negative else result
+    if top <= t.emin - t.precision:  # below 2**(emin - precision): under half the smallest subnormal
+        return round_ratio(0, 1, t, negative=negative)
+    return round_ratio(man << max(exp, 0), 1 << max(-exp, 0), t, negative=negative)
+
+
+def _decide(value: mpmath.mpf, k: int, t: Target) -> float | None:
+    """The rounding of ``value`` known to within ``2**-k`` relative, or None if the interval
+    straddles a rounding boundary."""
+    negative, man, exp = _mpf_parts(value)
+    low = _round_dyadic(man * ((1 << k) - 1), exp - k, t, negative)
+    high = _round_dyadic(man * ((1 << k) + 1), exp - k, t, negative)
+    return low if low == high else None
+
+
+def _mp_rounded(f: Callable[[mpmath.mpf], mpmath.mpf], x: float, t: Target) -> tuple[float, int]:
+    """``f(x)`` (finite, nonzero) correctly rounded, and its sign."""
+    for prec in UNARY_PRECISIONS:
+        with mpmath.workprec(prec):
+            value = mpmath.mpf(f(mpmath.mpf(x)))
+        if value == 0:
+            continue  # cancellation at this precision: f(x) is not zero here
+        decided = _decide(value, prec - 24, t)
+        if decided is not None:
+            return decided, (-1 if value < 0 else 1)
+    raise ArithmeticError(f"f({x!r}): cannot decide the rounding at {UNARY_PRECISIONS[-1]} bits")
+
+
+def _above(a: mpmath.mpf, x: float) -> bool | None:
+    """Whether ``a`` (within 2**-40 relative) is above ``x``; None when too close to tell."""
+    gap = abs(a) * mpmath.mpf(2) ** -40
+    if a - gap > x:
+        return True
+    if a + gap < x:
+        return False
+    return None
+
+
+def _erfinv_rounded(x: float, grid: np.ndarray, t: Target, name: str) -> tuple[float, int]:
+    """RN(erfinv(x)) for 0 < |x| < 1 by bracketing: ``c`` is the answer iff
+    ``erf(mid(c-, c)) < x < erf(mid(c, c+))`` (erf increasing, ``grid`` the format's values)."""
+    import scipy.special
+
+    guess = round_array(np.array([float(scipy.special.erfinv(x))]), name)[0]
+    i = int(np.searchsorted(grid, guess))
+    for _ in range(4):
+        lo = (grid[i - 1] + grid[i]) / 2  # exact: neighbours of a 16-bit format
+        hi = (grid[i] + grid[i + 1]) / 2
+        with mpmath.workprec(80):
+            below = _above(mpmath.erf(mpmath.mpf(lo)), x)
+            above = _above(mpmath.erf(mpmath.mpf(hi)), x)
+        if below is None or above is None:
+            break
+        if not below and above:
+            return float(grid[i]), (-1 if x < 0 else 1)
+        i += 1 if not above else -1
+    return _mp_rounded(mpmath.erfinv, x, t)
+
+
+#: the state of the exact f(x) at one input, beside its rounding: -1 / 1 the sign of a finite
+#: nonzero value, and the special cases
+EXACT_ZERO, POLE, UNDEFINED = 0, 2, 3
+
+
+def _special(spec: UnarySpec, x: float) -> tuple[float, int] | None:
+    """``(value, state)`` at a point the spec names (NaN, a pole, an exact zero), else None."""
+    lo, hi = spec.domain
+    if not lo <= x <= hi or spec.undefined(x):
+        return math.nan, UNDEFINED
+    for at, value in spec.poles:
+        if x == at:
+            return value, POLE
+    if spec.pole_where(x):
+        return spec.pole_value, POLE
+    if x in spec.zeros:
+        return 0.0, EXACT_ZERO
+    return None
+
+
+def _pi_piece(x: float, offset: float) -> int:
+    """``floor(x / pi + offset)``, exactly: in float64 where it is far from an integer (x below
+    2**20: the quotient is within 2**-32 of exact), else in mpmath with bits to spare."""
+    q = x / math.pi + offset
+    if x < 2.0**20 and abs(q - round(q)) > 1e-6:
+        return math.floor(q)
+    with mpmath.workprec(400):  # x is below 2**128: far fewer bits than pi carries here
+        return int(mpmath.floor(mpmath.mpf(x) / mpmath.pi + offset))
+
+
+def _piece(spec: UnarySpec, x: float) -> object:
+    """An id of the monotone piece that holds ``x`` (None: none)."""
+    for k, (lo, hi) in enumerate(spec.monotone):
+        if lo < x < hi:
+            return k
+    if spec.monotone_between_integers and x < 0:
+        return ("between", math.floor(x))
+    if spec.pi_pieces is not None:
+        return ("pi", _pi_piece(x, spec.pi_pieces))
+    return None
+
+
+def _sign_of(f: Callable[[mpmath.mpf], mpmath.mpf], x: float) -> int:
+    """The sign of ``f(x)`` (nonzero), decided with Ziv's precisions."""
+    for prec in UNARY_PRECISIONS:
+        with mpmath.workprec(prec):
+            value = f(mpmath.mpf(x))
+            if abs(value) > abs(value) * mpmath.mpf(2) ** -(prec - 24) and value != 0:
+                return 1 if value > 0 else -1
+    raise ArithmeticError(f"cannot decide the sign of f({x!r})")
+
+
+def _split_by_derivative(spec: UnarySpec, x: np.ndarray, pieces: list[object], first: int) -> list[object]:
+    """Pieces of ``derivative_between_integers``: each negative interval (-n - 1, -n) split
+    where the increasing derivative changes sign (bisection on its sign)."""
+    derivative = spec.derivative_between_integers
+    if derivative is None:
+        return pieces
+    out = list(pieces)
+    i = first
+    while i < x.size:
+        v = float(x[i])
+        if v >= 0 or _special(spec, v) is not None:
+            i += 1
+            continue
+        j = i
+        while j + 1 < x.size and x[j + 1] < math.floor(v) + 1 and _special(spec, float(x[j + 1])) is None:
+            j += 1
+        lo, hi = i, j  # derivative < 0 up to lo (if it is), > 0 from hi (if it is)
+        if _sign_of(derivative, float(x[lo])) > 0:
+            hi = lo - 1
+        elif _sign_of(derivative, float(x[hi])) < 0:
+            lo = hi + 1
+        else:
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if _sign_of(derivative, float(x[mid])) < 0:
+                    lo = mid
+                else:
+                    hi = mid
+        for k in range(i, j + 1):
+            out[k - first] = ("down" if k <= lo else "up", math.floor(v))
+        i = j + 1
+    return out
+
+
+def _float64_rounded(spec: UnarySpec, x: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exact = np.asarray(spec.f(x), dtype=np.float64)
+    state = np.sign(exact).astype(np.int64)
+    for at, value in spec.poles:
+        exact = np.where(x == at, value, exact)
+        state = np.where(x == at, POLE, state)
+    return round_array(exact, name), state
+
+
+def _kind(value: float, state: int, normal: float) -> str:
+    """The kind of an input from ``RN(f(x))`` and the state of the exact ``f(x)``."""
+    if state == UNDEFINED:
+        return "nan"
+    if state in (POLE, EXACT_ZERO):
+        return "ok"
+    if math.isinf(value):
+        return "overflow"
+    if value == 0:
+        return "underflow"
+    return "subnormal" if abs(value) < normal else "ok"
+
+
+@dataclass
+class UnaryOracle:
+    """The oracle's answer for one op in one format."""
+
+    #: every finite value of the format, sorted (-0 merged with 0)
+    x: np.ndarray
+    #: the kind of every input
+    kinds: np.ndarray
+    #: indices of ``x`` where the correctly rounded value was computed, and those values
+    checked: np.ndarray
+    rounded: np.ndarray
+
+
+def unary_oracle(op: str, name: str, stride: int = 32) -> UnaryOracle:
+    """Kinds of every finite value of format ``name`` (16 bits or fewer) for op ``op``, and the
+    correctly rounded values at the inputs evaluated (see the comment above :class:`UnarySpec`).
+
+    >>> o = unary_oracle("sigmoid", "float16")
+    >>> str(o.kinds[0]), float(o.x[0]), int((o.kinds == "underflow").sum())
+    ('underflow', -65504.0, 12202)
+    """
+    spec = UNARY[op]
+    t = target(name)
+    x = finite_values(name)
+    normal = float(smallest_normal(SPECS[name]))
+    if spec.how == "float64":
+        rounded, state = _float64_rounded(spec, x, name)
+        kinds = [_kind(v, s, normal) for v, s in zip(rounded.tolist(), state.tolist(), strict=True)]
+        return UnaryOracle(x, np.array(kinds), np.arange(x.size), rounded)
+    values: dict[int, tuple[float, int]] = {}
+    grid = x
+
+    def evaluate(i: int) -> tuple[float, int]:
+        if i not in values:
+            v = float(x[i])
+            special = _special(spec, v)
+            if special is not None:
+                values[i] = special
+            elif spec.how == "rational":
+                r = round_exact(spec.f(Fraction(v)), t)  # type: ignore[arg-type]
+                values[i] = (r, 1 if spec.f(Fraction(v)) > 0 else -1)  # type: ignore[arg-type, operator]
+            elif op == "erfinv":
+                values[i] = _erfinv_rounded(v, grid, t, name)
+            else:
+                values[i] = _mp_rounded(spec.f, v, t)  # type: ignore[arg-type]
+        return values[i]
+
+    def key(i: int) -> tuple[str, int]:
+        value, state = evaluate(i)
+        return _kind(value, state, normal), state
+
+    kinds = np.empty(x.size, dtype=object)
+    first = 0 if spec.parity == 0 else int(np.searchsorted(x, 0.0, side="right"))
+    gaps = np.diff(x)
+    alone = np.concatenate([[True], gaps > 4]) & np.concatenate([gaps > 4, [True]])
+    alone &= spec.pi_pieces is not None  # alone in a piece of width pi
+    pieces = [
+        None if _special(spec, v) is not None else ("alone", i) if alone[i] else _piece(spec, v)
+        for i, v in enumerate(x.tolist())
+    ][first:]
+    pieces = _split_by_derivative(spec, x, pieces, first)
+    start = first
+    while start < x.size:
+        end = start
+        piece = pieces[start - first]
+        while piece is not None and end + 1 < x.size and pieces[end + 1 - first] == piece:
+            end += 1
+        _fill_kinds(start, end, key, kinds)
+        start = end + 1
+    for i in range(first, x.size, stride):
+        evaluate(i)
+    if spec.parity != 0:
+        negative = np.nonzero(x < 0)[0]
+        mirror = np.searchsorted(x, -x[negative])
+        assert np.array_equal(x[mirror], -x[negative]), "values must be symmetric about 0"
+        kinds[negative] = kinds[mirror]
+        zero = int(np.searchsorted(x, 0.0))
+        kinds[zero] = key(zero)[0]
+        for i, j in zip(negative.tolist(), mirror.tolist(), strict=True):
+            if j in values:
+                value, state = values[j]
+                values[i] = (value * spec.parity, state * spec.parity if state in (-1, 1) else state)
+    checked = np.array(sorted(values), dtype=np.int64)
+    return UnaryOracle(x, kinds.astype(str), checked, np.array([values[i][0] for i in checked.tolist()]))
+
+
+def _fill_kinds(start: int, end: int, key: Callable[[int], tuple[str, int]], kinds: np.ndarray) -> None:
+    """Kinds of ``x[start..end]`` (one monotone piece, or one input): bisect, filling each
+    stretch whose two ends have the same kind and sign."""
+    for i in {start, end}:
+        kinds[i] = key(i)[0]
+    stack = [(start, end)]
+    while stack:
+        lo, hi = stack.pop()
+        if hi - lo <= 1:
+            continue
+        if key(lo) == key(hi):
+            kinds[lo + 1 : hi] = kinds[lo]
+            continue
+        mid = (lo + hi) // 2
+        kinds[mid] = key(mid)[0]
+        stack += [(lo, mid), (mid, hi)]

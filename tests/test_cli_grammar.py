@@ -214,7 +214,7 @@ def test_every_verb_prints_environment_and_result(
         ("float8_e4m3fn", ["emulated"]),
         ("float8_e5m2", ["emulated"]),
     ]
-    assert all(e["backends"][0]["max_ulp"] == 0 for e in acc)
+    assert all(e["backends"][0]["max_ulp_steps"] == 0 for e in acc)
     snap = _snapshot(tmp_path / "a.json", ROWS)
     rows = _document(capsys, "kernels", "--load", str(snap))
     assert [(r["op"], r["raw_op"]) for r in rows] == [(r["op"], r["raw_op"]) for r in ROWS]

@@ -18,6 +18,8 @@ re-exported here, so ``from explorer.analysis.ranges import classify`` works.
 >>> regions = op_regions("exp", "float16", "numpy")
 >>> regions.thresholds["overflow"]["positive"]["min"]
 11.09375
+>>> regions.thresholds["overflow"]["positive"]["rule"]
+'x >= 11.09375 (not 11.0859375, the neighbouring input)'
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import numpy as np
 
 from explorer.analysis.regions import (
     DEFAULT_SAMPLES,
+    FLUSH_TO_ZERO,
+    KIND_DEFINITIONS,
     KINDS,
     MAX_POINTS,
     MAX_SAMPLES,
@@ -48,6 +52,8 @@ from explorer.analysis.regions import (
     check_points,
     check_samples,
     classify,
+    exact_text,
+    flushed_inputs,
     intervals_of,
     kind_names,
     number_line,
@@ -57,8 +63,10 @@ from explorer.analysis.regions import (
     region_disagreements,
     regions_from_sweep,
     round_reference,
+    threshold_rule,
     thresholds_of,
     unary_inputs,
+    value_text,
 )
 from explorer.formats import Format, from_ordinals, ordinals, resolve, ulp_of_max
 from explorer.ops import Op, catalog, get_op
@@ -67,7 +75,9 @@ __all__ = [
     "BINARY_MAP_OPS",
     "DEFAULT_BACKENDS",
     "DEFAULT_SAMPLES",
+    "FLUSH_TO_ZERO",
     "KINDS",
+    "KIND_DEFINITIONS",
     "MAX_POINTS",
     "MAX_SAMPLES",
     "NAN",
@@ -87,6 +97,8 @@ __all__ = [
     "check_points",
     "check_samples",
     "classify",
+    "exact_text",
+    "flushed_inputs",
     "from_ordinals",
     "intervals_of",
     "kind_names",
@@ -101,11 +113,13 @@ __all__ = [
     "regions_from_sweep",
     "round_reference",
     "sweep",
+    "threshold_rule",
     "threshold_summary",
     "thresholds_of",
     "ulp_of_max",
     "unary_inputs",
     "unary_ops",
+    "value_text",
 ]
 
 #: Backends swept by default (the three of issue 4).
@@ -117,20 +131,38 @@ BINARY_MAP_OPS: tuple[str, ...] = ("add", "mul", "div", "pow")
 # ---------------------------------------------------------------- sweeps
 
 
+#: appended to the inputs of unary sweeps: what the backend gives for a zero input, to tell
+#: subnormal inputs it reads as zero (:func:`~explorer.analysis.regions.flushed_inputs`)
+_ZEROS = np.array([0.0, -0.0])
+
+
 def _run_backend(
     name: str, op: Op, fmt: Format, inputs: tuple[np.ndarray, ...], device: str = "CPU"
 ) -> BackendRun:
+    """One vectorised call of the op on a backend; for unary ops ``+0`` and ``-0`` ride along
+    at the end (:attr:`BackendRun.at_zero`)."""
     from explorer.backends import get_backend
 
     backend = get_backend(name)
+    unary = len(inputs) == 1
+    sent = (np.concatenate([inputs[0].ravel(), _ZEROS]),) if unary else inputs
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        outcome = backend.run(op, fmt, device=device, inputs=inputs)
-        result = None
+        outcome = backend.run(op, fmt, device=device, inputs=sent)
+        result = at_zero = None
         if outcome.ran and outcome.result is not None:
-            result = np.asarray(outcome.result).astype(np.float64).reshape(inputs[0].shape)
+            flat = np.asarray(outcome.result).astype(np.float64).ravel()
+            if unary:
+                flat, at_zero = flat[: -_ZEROS.size], flat[-_ZEROS.size :]
+            result = flat.reshape(inputs[0].shape)
     return BackendRun(
-        backend.name, outcome.status.value, outcome.error_first_line, outcome.detail, result, outcome.device
+        backend.name,
+        outcome.status.value,
+        outcome.error_first_line,
+        outcome.detail,
+        result,
+        outcome.device,
+        at_zero,
     )
 
 
@@ -149,7 +181,7 @@ def _evaluate(
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         reference = np.asarray(op.reference(*inputs), dtype=np.float64).reshape(inputs[0].shape)
-    pole, tiny = reference_flags(op.reference, inputs, reference)
+    pole, tiny = reference_flags(op.reference, inputs, reference, op.zeros, op.poles)
     runs = {name: _run_backend(name, op, fmt, inputs, device) for name in backends}
     return _Evaluation(reference, round_reference(reference, fmt), pole, tiny, runs)
 
@@ -263,7 +295,9 @@ def _refine(
             new_result = ev.runs[name].result
             if run.result is not None and new_result is not None:
                 res = np.concatenate([run.result, new_result])[order]
-            merged[name] = BackendRun(run.backend, run.status, run.error, run.detail, res, run.device)
+            merged[name] = BackendRun(
+                run.backend, run.status, run.error, run.detail, res, run.device, run.at_zero
+            )
 
         def join(old: np.ndarray, new: np.ndarray, order: np.ndarray = order) -> np.ndarray:
             return np.concatenate([old, new])[order]
@@ -370,9 +404,14 @@ def threshold_summary(
     device: str = "CPU",
 ) -> Any:
     """One row per (op, backend, kind other than ok) for every elementwise unary op of the
-    catalog (or ``ops``) in ``fmt``: how many inputs, and the smallest and largest negative
-    and positive inputs of that kind; one row with the status for a backend that did not run.
-    Returns a pandas DataFrame.
+    catalog (or ``ops``) in ``fmt``: how many inputs, the smallest and largest negative and
+    positive inputs of that kind (exact inputs, all included), and the ``rule`` in words
+    (:func:`threshold_rule`: e.g. ``x >= 11.09375 (not 11.0859375, the neighbouring input)``);
+    one row with the status for a backend that did not run.  Returns a pandas DataFrame.
+
+    >>> table = threshold_summary("float16", ops=["exp"], backends=["emulated"])
+    >>> table[table.kind == "overflow"].rule.tolist()
+    ['x >= 11.09375 (not 11.0859375, the neighbouring input)']
     """
     import pandas as pd
 
@@ -400,6 +439,7 @@ def threshold_summary(
                         "negative_max": neg.get("max"),
                         "positive_min": pos.get("min"),
                         "positive_max": pos.get("max"),
+                        "rule": threshold_rule(t),
                     }
                 )
     return pd.DataFrame(rows)

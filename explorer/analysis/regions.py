@@ -6,38 +6,59 @@ a format of 16 bits or fewer, else an even sample in bit-pattern order); the
 classification of backend results against the float64 reference; and the
 regions (runs of one kind, thresholds) that follow from a :class:`Sweep`.
 
-Kinds of an input ``x`` with float64 reference ``r = op.reference(x)`` and
-backend result ``y`` (first match wins):
+Kinds of an input ``x`` with float64 reference ``r = op.reference(x)``, ``r``
+correctly rounded to the format ``R``, and backend result ``y`` (first match wins):
 
+- ``flush_to_zero``: ``x`` is subnormal and the backend read it as zero: ``y`` is
+  what the backend returns for ``+0`` or ``-0``, not ``R`` (see :func:`flushed_inputs`);
 - ``nan``: ``x`` outside the op's domain, ``r`` is NaN, or ``y`` is NaN
   while ``r`` is not an overflow;
-- ``overflow``: ``r`` finite and ``y`` infinite or NaN, or ``y`` saturated at
-  ``±max`` while ``r`` lies beyond the format's range;
-- ``underflow``: ``r`` nonzero and ``y`` zero;
+- ``overflow``: the exact value is finite and ``y`` is infinite, or NaN or
+  ``+-max`` while the exact value lies beyond the format's range;
+- ``underflow``: the exact value is nonzero and ``y`` is zero;
 - ``subnormal``: ``y`` in the subnormal range (precision lost);
-- ``ok``: everything else.
+- ``ok``: everything else (exact zeros and exact infinities, ``log(0) = -inf``, included).
 
-"Beyond the range" means: ``r`` correctly rounded to the format is not finite
-(or, for saturating formats, ``|r|`` is past ``max`` by half a unit in the
-last place).
+"Beyond the range": ``R`` is not finite (inf, or NaN in the formats without inf); in
+saturating formats (no inf, no NaN: fp6, fp4), ``|r|`` at or past the
+:attr:`NumberLine.overflow_bound` (past ``max`` when rounded with an unbounded exponent,
+as IEEE 754 defines overflow).  Whether an infinite or zero ``r`` is exact or a float64
+overflow/underflow of a finite nonzero value (``exp(1000)``, ``erfc(30)``) comes from the
+op's declared ``zeros`` and ``poles`` (:func:`reference_flags`): float64 holds every finite
+nonzero value of the formats of 32 bits or fewer, so the kinds are exact wherever the float64
+reference rounds correctly to the format, which tests/test_classification_oracle.py checks for
+every float16 and bfloat16 input of every unary op against an independent mpmath oracle.  With
+``y = R`` the kinds are those of a correctly rounding backend (:meth:`Sweep.reference_kinds`);
+``subnormal`` stays a kind of its own, apart from ``underflow`` (a zero result).
 
->>> number_line("float16").overflow_above
-65520.0
+>>> number_line("float16").overflow_rule
+'|x| >= 65520 rounds to inf (bound included: its tie goes to the even neighbour, past max)'
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from explorer.formats import Format, all_formats, decode, from_ordinals, ordinals, resolve, ulp_of_max
+from explorer.formats import Format, all_formats, decode, from_ordinals, ordinals, resolve
 
 #: Kinds of input, in code order (``kinds`` arrays hold indices into this tuple).
-KINDS: tuple[str, ...] = ("ok", "overflow", "underflow", "subnormal", "nan")
-OK, OVERFLOW, UNDERFLOW, SUBNORMAL, NAN = range(5)
+KINDS: tuple[str, ...] = ("ok", "overflow", "underflow", "subnormal", "nan", "flush_to_zero")
+OK, OVERFLOW, UNDERFLOW, SUBNORMAL, NAN, FLUSH_TO_ZERO = range(6)
+#: One line per kind, for legends and tables.
+KIND_DEFINITIONS: dict[str, str] = {
+    "ok": "a normal result, or an exact zero or infinity (log(0) = -inf)",
+    "overflow": "the exact value is finite but rounds past max: the result is inf (NaN; max if saturating)",
+    "underflow": "the exact value is nonzero but the result is zero",
+    "subnormal": "the result is subnormal: fewer significant bits than a normal number",
+    "nan": "outside the op's domain, or the result is NaN",
+    "flush_to_zero": "a subnormal input read as zero: the result is the backend's f(+-0), not f(x)",
+}
 #: Samples per sign for formats too wide to enumerate.
 DEFAULT_SAMPLES = 32768
 #: Most samples per sign (2 x 10**7 inputs: a few GB of arrays per backend).
@@ -77,20 +98,35 @@ def check_points(points: Any) -> int:
 
 @dataclass(frozen=True)
 class NumberLine:
-    """The regions of one format on a log2 |x| axis."""
+    """The regions of one format on a log2 |x| axis, with exact bounds.
+
+    Each bound is a real number (not always a value of the format) and says whether it is
+    included: a value exactly on it is a tie, which goes to the neighbour with an even
+    significand.
+    """
 
     format: str
-    #: values with ``|x| <= underflow_below`` round to zero (None: the format has no zero)
-    underflow_below: float | None
+    #: values with ``|x| <= zero_bound`` round to zero (half the smallest subnormal; None: the
+    #: format has no zero).  float64's own bound 2**-1075 is below float64: 0.0 here, exact in
+    #: ``underflow_rule``
+    zero_bound: float | None
+    #: True: ``|x| == zero_bound`` rounds to zero too (the tie goes to the even 0)
+    zero_bound_included: bool
     smallest_subnormal: float
     smallest_normal: float
     max: float
     eps: float
-    #: values with ``|x| > overflow_above`` overflow (round past ``max``)
-    overflow_above: float
+    #: values with ``|x| >= overflow_bound`` (``>`` when not ``overflow_bound_included``) round
+    #: past ``max``: ``max`` plus half its ulp.  float64's own (2**1024 - 2**970) is inf here
+    overflow_bound: float
+    #: True when the tie at ``overflow_bound`` rounds past max (``max`` has an odd significand)
+    overflow_bound_included: bool
     #: what overflow gives: ``"inf"``, ``"nan"`` or ``"saturate"``
     overflow_gives: str
     has_subnormals: bool
+    #: the two bounds in words, exact
+    underflow_rule: str = ""
+    overflow_rule: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values."""
@@ -98,49 +134,109 @@ class NumberLine:
 
     def log2_bounds(self) -> dict[str, float]:
         """log2 of each boundary, for plotting."""
-        # float64's own thresholds (half its smallest subnormal, max + half an ulp) are 0.0 and
-        # inf in float64: take them from the representable facts
-        above = self.overflow_above if np.isfinite(self.overflow_above) else self.max
+        # float64's own bounds are 0.0 and inf in float64: take them from the representable facts
+        above = self.overflow_bound if np.isfinite(self.overflow_bound) else self.max
         out = {
             "smallest_subnormal": float(np.log2(self.smallest_subnormal)),
             "smallest_normal": float(np.log2(self.smallest_normal)),
             "max": float(np.log2(self.max)),
-            "overflow_above": float(np.log2(above)),
+            "overflow_bound": float(np.log2(above)),
             "eps": float(np.log2(self.eps)),
         }
-        if self.underflow_below is not None:
-            out["underflow_below"] = out["smallest_subnormal"] - 1.0
+        if self.zero_bound is not None:
+            out["zero_bound"] = out["smallest_subnormal"] - 1.0
         return out
 
 
+def exact_text(value: Fraction | float) -> str:
+    """A nonnegative real as exact text: ``2^k`` for powers of two, else the shortest float
+    repr (``65520``), else ``max + 2^k`` (float64's overflow bound).
+
+    >>> exact_text(Fraction(1, 2**25)), exact_text(65520.0), exact_text(11.09375)
+    ('2^-25', '65520', '11.09375')
+    """
+    v = Fraction(value)
+    if v > 0 and v.numerator & (v.numerator - 1) == 0 and v.denominator & (v.denominator - 1) == 0:
+        return f"2^{v.numerator.bit_length() - v.denominator.bit_length()}"
+    try:
+        f = float(v)
+    except OverflowError:
+        f = float("inf")
+    if np.isfinite(f) and Fraction(f) == v:
+        text = repr(f)
+        return text[:-2] if text.endswith(".0") else text
+    big = Fraction(np.finfo(np.float64).max)
+    return f"{exact_text(big)} + {exact_text(v - big)}"
+
+
+def _overflow_bound(fmt: Format) -> tuple[Fraction, bool]:
+    """``max + ulp(max)/2`` exactly, and whether a value exactly there rounds past max (the tie
+    goes to the even significand: past max when max's significand is odd)."""
+    # from frexp, exact (formats.ulp_of_max takes a float64 log2, which rounds float64's max up to 2^1024)
+    ulp = Fraction(2) ** (math.frexp(fmt.max)[1] - 1 - fmt.mantissa_bits)
+    significand = Fraction(fmt.max) / ulp
+    return Fraction(fmt.max) + ulp / 2, significand.numerator % 2 == 1
+
+
 def overflow_threshold(fmt: Any) -> float:
-    """Half an ulp past ``max``: values beyond it round past the largest finite value.
+    """Half an ulp past ``max`` (the :attr:`NumberLine.overflow_bound`; inf for float64):
+    values beyond it round past the largest finite value, and so does a value on it when
+    :attr:`NumberLine.overflow_bound_included`.
 
     >>> overflow_threshold("float16")
     65520.0
     """
-    fmt = resolve(fmt)
-    return fmt.max + ulp_of_max(fmt) / 2
+    bound, _ = _overflow_bound(resolve(fmt))
+    try:
+        return float(bound)
+    except OverflowError:
+        return float("inf")
+
+
+def _rounds_past(fmt: Format) -> str:
+    return {"inf": "inf", "nan": "NaN", "saturate": "max (saturates)"}[fmt.overflow]
 
 
 def number_line(fmt: Any) -> NumberLine:
     """Region boundaries of one format.
 
-    >>> number_line("float16").underflow_below
-    2.9802322387695312e-08
+    >>> line = number_line("float16")
+    >>> line.zero_bound, line.zero_bound_included, line.underflow_rule
+    (2.9802322387695312e-08, True, '|x| <= 2^-25 rounds to 0 (bound included: its tie goes to the even 0)')
+    >>> number_line("float8_e4m3fn").overflow_rule
+    '|x| > 464 rounds to NaN (bound excluded: its tie goes to the even max, 448)'
     """
     fmt = resolve(fmt)
     has_zero = fmt.name != "float8_e8m0fnu"
+    zero = Fraction(fmt.smallest_subnormal) / 2
+    bound, included = _overflow_bound(fmt)
+    b, gives = exact_text(bound), _rounds_past(fmt)
+    if included:
+        tie = "bound included: its tie goes to the even neighbour, past max"
+        overflow_rule = f"|x| >= {b} rounds to {gives} ({tie})"
+    else:
+        tie = f"bound excluded: its tie goes to the even max, {exact_text(fmt.max)}"
+        overflow_rule = f"|x| > {b} rounds to {gives} ({tie})"
+    smallest = exact_text(fmt.smallest_subnormal)
+    underflow_rule = (
+        f"|x| <= {exact_text(zero)} rounds to 0 (bound included: its tie goes to the even 0)"
+        if has_zero
+        else f"no zero (0 is NaN): |x| below the smallest value, {smallest}, rounds up to it"
+    )
     return NumberLine(
         format=fmt.name,
-        underflow_below=fmt.smallest_subnormal / 2 if has_zero else None,
+        zero_bound=float(zero) if has_zero else None,
+        zero_bound_included=has_zero,
         smallest_subnormal=fmt.smallest_subnormal,
         smallest_normal=fmt.smallest_normal,
         max=fmt.max,
         eps=fmt.eps,
-        overflow_above=overflow_threshold(fmt),
+        overflow_bound=overflow_threshold(fmt),
+        overflow_bound_included=included,
         overflow_gives=fmt.overflow,
         has_subnormals=fmt.has_subnormals,
+        underflow_rule=underflow_rule,
+        overflow_rule=overflow_rule,
     )
 
 
@@ -183,10 +279,13 @@ def unary_inputs(fmt: Any, samples: int = DEFAULT_SAMPLES) -> tuple[np.ndarray, 
 
 
 def _beyond_range(reference: np.ndarray, true_finite: np.ndarray, fmt: Format) -> np.ndarray:
-    """True where the (mathematically finite) reference lies past the format's largest finite value."""
+    """True where the (mathematically finite) reference rounds past the format's largest finite value."""
     with np.errstate(over="ignore", invalid="ignore"):
         if fmt.overflow == "saturate":
-            return true_finite & (np.abs(reference) > overflow_threshold(fmt))
+            bound, included = _overflow_bound(fmt)
+            magnitude = np.abs(reference)
+            limit = float(bound)
+            return true_finite & ((magnitude > limit) | ((magnitude == limit) & included))
         rounded = round_reference(reference, fmt)
         return true_finite & ~np.isfinite(rounded)
 
@@ -206,6 +305,60 @@ def round_reference(reference: np.ndarray, fmt: Any) -> np.ndarray:
         return round_to(np.asarray(reference, dtype=np.float64), fmt).astype(np.float64)
 
 
+def _same(a: np.ndarray, b: Any) -> np.ndarray:
+    """Equal values, NaN equal to NaN (``-0 == 0``)."""
+    return np.asarray((a == b) | (np.isnan(a) & np.isnan(b)))
+
+
+def flushed_inputs(
+    x: np.ndarray, result: np.ndarray, rounded: np.ndarray, at_zero: Any, fmt: Any
+) -> np.ndarray:
+    """Subnormal inputs the backend read as zero (flush-to-zero of inputs, "denormals are zero").
+
+    ``at_zero`` holds the backend's results for ``+0`` and ``-0``.  On each side of zero, the
+    subnormal inputs whose result is one of those and not the correctly rounded ``rounded``
+    are flushed when the evidence is clear: for at least one of them the correct value is more
+    than one step of the format away from what came back (or one side is NaN), so it cannot be
+    a rounding error; and the normal input nearest zero on that side is read as itself (a
+    backend that loses every small input to cancellation, ``exp(x) - 1`` in float16, is not
+    flushing).
+
+    >>> x = np.array([-2.0**-14, -2.0**-15, -2.0**-24, 0.0])  # float16: -2**-14 is normal
+    >>> y = np.array([np.nan, -np.inf, -np.inf, -np.inf])  # log on a backend that flushes
+    >>> flushed_inputs(x, y, np.array([np.nan] * 3 + [-np.inf]), [-np.inf, -np.inf], "float16").tolist()
+    [False, True, True, False]
+    """
+    fmt = resolve(fmt)
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(result, dtype=np.float64)
+    out = np.zeros(x.shape, bool)
+    if not fmt.has_subnormals or x.size == 0:
+        return out
+    zero_results = np.asarray(at_zero, dtype=np.float64).ravel()
+    like_zero = np.zeros(x.shape, bool)
+    for value in zero_results:
+        like_zero |= _same(y, value)
+    wrong = ~_same(y, rounded)
+    nan_mismatch = np.isnan(y) != np.isnan(rounded)
+    both = ~np.isnan(y) & ~np.isnan(rounded)
+    far = nan_mismatch.copy()
+    if both.any():
+        steps = np.abs(ordinals(y[both], fmt) - ordinals(rounded[both], fmt))
+        far[both] = steps > 1
+    for side in (x > 0, x < 0):
+        subnormal = side & (np.abs(x) < fmt.smallest_normal)
+        candidates = subnormal & like_zero & wrong
+        if not (candidates & far).any():
+            continue
+        normal = np.nonzero(side & ~subnormal)[0]
+        if normal.size:
+            nearest = normal[np.argmin(np.abs(x[normal]))]
+            if like_zero[nearest] and wrong[nearest]:
+                continue
+        out |= candidates
+    return out
+
+
 def classify(
     inputs: tuple[np.ndarray, ...],
     reference: np.ndarray,
@@ -214,6 +367,8 @@ def classify(
     domain: tuple[float, float] = (-np.inf, np.inf),
     pole: np.ndarray | None = None,
     tiny: np.ndarray | None = None,
+    at_zero: Any = None,
+    rounded: np.ndarray | None = None,
 ) -> np.ndarray:
     """Kind codes (indices into :data:`KINDS`) of each input; see the module doc.
 
@@ -222,7 +377,10 @@ def classify(
     infinite references are float64 overflows of a finite value (``exp(1000)``).
     Without ``pole`` every infinite reference counts as a pole.  ``tiny`` marks
     zero references that are float64 underflows of a nonzero value
-    (``exp(-1000)``).  :func:`reference_flags` computes both.
+    (``exp(-1000)``).  :func:`reference_flags` computes both.  ``at_zero``: the
+    backend's results for ``+0`` and ``-0`` (unary ops), to find flushed subnormal
+    inputs (:func:`flushed_inputs`; ``rounded``, the reference rounded to ``fmt``,
+    is computed when not given).
 
     >>> x = np.array([1.0, 12.0, -20.0])
     >>> with np.errstate(over="ignore"):
@@ -254,6 +412,10 @@ def classify(
         x = np.asarray(inputs[0], dtype=np.float64)
         nan |= (x < domain[0]) | (x > domain[1])
     kinds[nan] = NAN
+    if at_zero is not None and len(inputs) == 1:
+        if rounded is None:
+            rounded = round_reference(r, fmt)
+        kinds[flushed_inputs(inputs[0], y, rounded, at_zero, fmt)] = FLUSH_TO_ZERO
     return kinds
 
 
@@ -279,18 +441,36 @@ def _raises(reference: Any, inputs: tuple[np.ndarray, ...], flag: str) -> np.nda
 
 
 def reference_flags(
-    reference: Any, inputs: tuple[np.ndarray, ...], values: np.ndarray
+    reference: Any,
+    inputs: tuple[np.ndarray, ...],
+    values: np.ndarray,
+    zeros: Any = None,
+    poles: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(pole, tiny)`` for :func:`classify`.
 
-    ``pole``: infinite reference values that are mathematically infinite: the
-    divide-by-zero flag is raised (``1/0``, ``log(0)``), or, for unary ops whose
-    reference sets no flag (``lgamma(-1)``, ``erfinv(1)``), the reference at a
-    neighbouring float64 input is finite and far from float64's overflow (an
-    overflow such as ``exp(1000)`` is huge or infinite next door too).
-    ``tiny``: zero values that are float64 underflows of a nonzero result (the
-    underflow flag: ``exp(-1000)``).
+    ``pole``: infinite reference values that are mathematically infinite.  ``tiny``: zero
+    values that are float64 underflows of a nonzero result (``exp(-1000)``, ``erfc(30)``).
+
+    A unary op that declares where it is exactly zero and infinite (``zeros(x)`` and
+    ``poles(x)``, the :class:`~explorer.ops.Op` fields) is answered from that: a zero
+    reference elsewhere underflowed, an infinite one elsewhere overflowed.  Otherwise the
+    floating-point flags of the reference decide: ``pole`` where the divide-by-zero flag is
+    raised (``1/0``, ``log(0)``), or, for unary ops whose reference sets no flag
+    (``lgamma(-1)``), where the reference at a neighbouring float64 input is finite and far
+    from float64's overflow (an overflow such as ``exp(1000)`` is huge or infinite next door
+    too); ``tiny`` where the underflow flag is raised.
+
+    >>> x = np.array([0.0, 30.0])
+    >>> reference_flags(None, (x,), np.array([1.0, 0.0]), zeros=lambda x: x == 1, poles=lambda x: x == 0)
+    (array([False, False]), array([False,  True]))
     """
+    if len(inputs) == 1 and zeros is not None and poles is not None:
+        x = np.asarray(inputs[0], dtype=np.float64)
+        v = np.asarray(values, dtype=np.float64)
+        exact_zero = np.asarray(zeros(x), dtype=bool)
+        exact_pole = np.asarray(poles(x), dtype=bool)
+        return np.isinf(v) & exact_pole, (v == 0) & ~exact_zero
     pole = np.zeros(values.shape, bool)
     tiny = np.zeros(values.shape, bool)
     flat = [np.asarray(x, dtype=np.float64).ravel() for x in inputs]
@@ -332,6 +512,9 @@ class BackendRun:
     result: np.ndarray | None = None
     #: the device it actually ran on
     device: str | None = None
+    #: float64 results for the inputs +0 and -0 (unary sweeps; None otherwise), for
+    #: :func:`flushed_inputs`
+    at_zero: np.ndarray | None = None
 
     @property
     def ran(self) -> bool:
@@ -363,10 +546,31 @@ class Sweep:
 
     def kinds(self, backend: str) -> np.ndarray:
         """Kind codes of every input on one backend that ran."""
-        result = self.runs[backend].result
-        if result is None:
-            raise ValueError(f"backend {backend} did not run: {self.runs[backend].error}")
-        return classify(self.inputs, self.reference, result, self.format, self.domain, self.pole, self.tiny)
+        run = self.runs[backend]
+        if run.result is None:
+            raise ValueError(f"backend {backend} did not run: {run.error}")
+        return classify(
+            self.inputs,
+            self.reference,
+            run.result,
+            self.format,
+            self.domain,
+            self.pole,
+            self.tiny,
+            run.at_zero,
+            self.reference_rounded,
+        )
+
+    def reference_kinds(self) -> np.ndarray:
+        """Kind codes of every input for a backend that rounds the exact value correctly.
+
+        >>> from explorer.analysis.ranges import sweep
+        >>> s = sweep("sigmoid", "float16", ("emulated",))
+        >>> KINDS[s.reference_kinds()[0]], float(s.inputs[0][0])  # the old reference said "ok" here
+        ('underflow', -65504.0)
+        """
+        s = self
+        return classify(s.inputs, s.reference, s.reference_rounded, s.format, s.domain, s.pole, s.tiny)
 
     @property
     def n_inputs(self) -> int:
@@ -452,11 +656,63 @@ def intervals_of(inputs: np.ndarray, kinds: np.ndarray) -> list[Interval]:
     ]
 
 
-def thresholds_of(inputs: np.ndarray, kinds: np.ndarray) -> dict[str, Any]:
-    """For each kind other than ``ok`` present: how many inputs, and the smallest and largest
-    positive and negative inputs of that kind (``None`` for a side without any).
+def value_text(value: float) -> str:
+    """A float as short exact text: its repr without a trailing ``.0``.
+
+    >>> value_text(65504.0), value_text(-17.34375), value_text(float("-inf"))
+    ('65504', '-17.34375', '-inf')
+    """
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _side_rule(lo: float, hi: float, runs: int, to_start: bool, to_end: bool) -> str:
+    """``x >= lo``, ``x <= hi`` or ``lo <= x <= hi`` (bounds included: they are inputs of the kind)."""
+    if runs > 1:
+        return f"{runs} runs within {value_text(lo)} <= x <= {value_text(hi)}"
+    if to_end and lo > 0:
+        return f"x >= {value_text(lo)}"
+    if to_start and hi < 0:
+        return f"x <= {value_text(hi)}"
+    return f"{value_text(lo)} <= x <= {value_text(hi)}"
+
+
+def _side(inputs: np.ndarray, kinds: np.ndarray, code: int, idx: np.ndarray) -> dict[str, Any]:
+    """One side (positive or negative inputs) of a kind: exact first and last inputs, runs, the
+    neighbouring inputs outside it, and the rule in words."""
+    first, last = int(idx[0]), int(idx[-1])
+    runs = 1 + int(np.count_nonzero(np.diff(idx) > 1))
+    before = float(inputs[first - 1]) if first > 0 and kinds[first - 1] != code else None
+    after = float(inputs[last + 1]) if last + 1 < inputs.size and kinds[last + 1] != code else None
+    rule = _side_rule(float(inputs[first]), float(inputs[last]), runs, first == 0, last == inputs.size - 1)
+    outside = [value_text(v) for v in (before, after) if v is not None]
+    if outside:
+        rule += f" (not {' nor '.join(outside)}, the neighbouring input{'s' if len(outside) > 1 else ''})"
+    return {
+        "min": float(inputs[first]),
+        "max": float(inputs[last]),
+        "count": int(idx.size),
+        "runs": runs,
+        "before": before,
+        "after": after,
+        "rule": rule,
+    }
+
+
+def thresholds_of(inputs: np.ndarray, kinds: np.ndarray, results: np.ndarray | None = None) -> dict[str, Any]:
+    """For each kind other than ``ok`` present: how many inputs, and per side (``positive``,
+    ``negative``; ``None`` for a side without any) the exact first and last inputs (``min``,
+    ``max``), the number of separate ``runs``, the neighbouring inputs outside them that are of
+    another kind (``before``, ``after``), and a ``rule`` in words.  With ``results`` (the
+    backend's, aligned with ``inputs``), ``returns``: what came back on those inputs (up to 4
+    distinct values, as text; ``returns_distinct`` counts them all).
 
     E.g. ``["overflow"]["positive"]["min"]`` is the first positive input that overflows.
+    ``inputs`` must be sorted.
+
+    >>> t = thresholds_of(np.array([10.0, 11.0, 12.0, 13.0]), np.array([0, 0, 1, 1]))
+    >>> t["overflow"]["positive"]["rule"]
+    'x >= 12 (not 11, the neighbouring input)'
     """
     out: dict[str, Any] = {}
     for code, kind in enumerate(KINDS):
@@ -467,10 +723,28 @@ def thresholds_of(inputs: np.ndarray, kinds: np.ndarray) -> dict[str, Any]:
             continue
         entry: dict[str, Any] = {"count": int(mask.sum()), "at_zero": bool((mask & (inputs == 0)).any())}
         for side, sel in (("positive", inputs > 0), ("negative", inputs < 0)):
-            chosen = inputs[mask & sel]
-            entry[side] = {"min": float(chosen.min()), "max": float(chosen.max())} if chosen.size else None
+            idx = np.nonzero(mask & sel)[0]
+            entry[side] = _side(inputs, kinds, code, idx) if idx.size else None
+        if results is not None and results.size == inputs.size:
+            patterns = np.unique(np.ascontiguousarray(results[mask], dtype=np.float64).view(np.int64))
+            distinct = np.sort(patterns.view(np.float64))  # by bit pattern: -0 and 0 both shown
+            texts = list(dict.fromkeys(value_text(v) for v in distinct))
+            entry["returns"] = texts[:4]
+            entry["returns_distinct"] = len(texts)
         out[kind] = entry
     return out
+
+
+def threshold_rule(entry: dict[str, Any]) -> str:
+    """The rules of both sides of a :func:`thresholds_of` entry, joined (negative side first).
+
+    >>> threshold_rule(thresholds_of(np.array([-2.0, -1.0, 1.0, 2.0]), np.array([1, 0, 0, 1]))["overflow"])
+    'x <= -2 (not -1, the neighbouring input); x >= 2 (not 1, the neighbouring input)'
+    """
+    parts = [entry[side]["rule"] for side in ("negative", "positive") if entry.get(side)]
+    if entry.get("at_zero"):
+        parts.append("x = 0")
+    return "; ".join(parts)
 
 
 def regions_from_sweep(s: Sweep, backend: str) -> OpRegions:
@@ -510,7 +784,7 @@ def regions_from_sweep(s: Sweep, backend: str) -> OpRegions:
         s.reference_rounded,
         kinds,
         intervals_of(x, kinds),
-        thresholds_of(x, kinds),
+        thresholds_of(x, kinds, run.result),
     )
 
 

@@ -1,8 +1,10 @@
-"""Accuracy tab: error in ULPs against the correctly rounded float64 reference, per backend,
-and accumulation: the running sum of 10,000 terms in a low-precision accumulator vs float32."""
+"""Accuracy tab: the error against the correctly rounded float64 reference, per backend, by two
+named measures (ulp_steps and ulp_error), and accumulation: the running sum of 10,000 terms in a
+low-precision accumulator vs float32."""
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from explorer.app.render import table_html
@@ -18,8 +20,9 @@ class AccuracyTab(Tab):
     key = "accuracy"
     fields = ("op", "dtypes", "backends")
     intro = (
-        "How accurate is each backend? Error in ULPs against the correctly rounded float64 reference, "
-        "and what a low-precision accumulator does to a long sum."
+        "How accurate is each backend? Its error against the correctly rounded float64 reference, in "
+        "ulp_steps (representable values apart) and ulp_error (|y - f(x)| / ulp(f(x)), at most 0.5 "
+        "when correctly rounded), and what a low-precision accumulator does to a long sum."
     )
 
     def on_tensorflow_loaded(self, app: Any) -> None:
@@ -43,7 +46,7 @@ class AccuracyTab(Tab):
                 "(exp, log, tanh, add, mul, …); the accumulation study below is for any op."
             )
         else:
-            from explorer.analysis.accuracy import accuracy_from_sweep
+            from explorer.analysis.accuracy import DEFINITIONS, accuracy_from_sweep
 
             backends, note = sweep_backends(self.ctx)
             sweep = cached_sweep(self.ctx, op.name, dtype, backends)
@@ -52,8 +55,9 @@ class AccuracyTab(Tab):
             )
             disagreements = result.disagreements(limit=30)
             parts += [
-                "<h4>ULP error per backend</h4>",
+                "<h4>Error per backend: ulp_steps and ulp_error</h4>",
                 table_html([b.to_dict() for b in result.backends]),
+                "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in DEFINITIONS.values()) + "</ul>",
                 f"<h4>Inputs where backends give different results ({result.n_disagreements()})</h4>",
                 table_html(disagreements) if disagreements else "<p>none: every backend that ran agrees.</p>",
             ]

@@ -85,7 +85,12 @@ class RangesTab(Tab):
             self.clear_message()
 
     def _thresholds_html(self, regions: dict[str, Any]) -> str:
-        from explorer.analysis.ranges import region_disagreements
+        from explorer.analysis.ranges import (
+            KIND_DEFINITIONS,
+            number_line,
+            region_disagreements,
+            threshold_rule,
+        )
 
         rows = []
         for name, reg in regions.items():
@@ -99,11 +104,14 @@ class RangesTab(Tab):
                         "first negative": "",
                         "last negative": "",
                         "inputs": reg.error[:120],
+                        "rule (bounds included)": "",
+                        "returns": "",
                     }
                 )
                 continue
             for kind, entry in reg.thresholds.items():
                 pos, neg = entry.get("positive") or {}, entry.get("negative") or {}
+                few = entry.get("returns_distinct", 0) == len(entry.get("returns", []))
                 rows.append(
                     {
                         "backend": name,
@@ -113,11 +121,19 @@ class RangesTab(Tab):
                         "first negative": neg.get("max"),
                         "last negative": neg.get("min"),
                         "inputs": entry.get("count"),
+                        "rule (bounds included)": threshold_rule(entry),
+                        "returns": ", ".join(entry.get("returns", [])) if few else "",
                     }
                 )
         disagreements = region_disagreements(regions)
+        first = next(iter(regions.values()))
+        line = number_line(first.format)
+        flushed = any("flush_to_zero" in reg.thresholds for reg in regions.values() if reg.ran)
         text = (
-            f"<h4>Thresholds (inputs where each kind starts and ends)</h4>{table_html(rows)}"
+            "<h4>Thresholds (exact first and last inputs of each kind; the neighbouring inputs are "
+            f"of another kind)</h4>{table_html(rows)}"
+            + message_html(f"{first.format}: {line.underflow_rule}; {line.overflow_rule}", "info")
+            + (message_html(f"flush_to_zero: {KIND_DEFINITIONS['flush_to_zero']}", "info") if flushed else "")
             + message_html(
                 f"{len(disagreements)} inputs where backends disagree on the kind"
                 + (

@@ -1,4 +1,5 @@
-"""``precision-explorer accuracy``: ULP error of each backend against the correctly rounded reference."""
+"""``precision-explorer accuracy``: the error of each backend, by two named measures (ulp_steps and
+ulp_error, :data:`explorer.analysis.accuracy.DEFINITIONS`), against the correctly rounded reference."""
 
 from __future__ import annotations
 
@@ -6,20 +7,26 @@ import argparse
 from typing import Any
 
 VERB = "accuracy"
-HELP = "error in ULPs of an elementwise op per backend, against float64 correctly rounded to the format"
+HELP = (
+    "error of an elementwise op per backend against float64 correctly rounded to the format: "
+    "ulp_steps (representable values apart) and ulp_error (|y - f(x)| / ulp(f(x)))"
+)
 EXIT_1 = "for some --dtype none of the requested backends could run the op"
 JSON_RESULT = (
-    "a list, one entry per --dtype x --device: {op, format, device, exhaustive, backends: [one row "
-    "per backend: backend, status, error, max_ulp, mean_ulp, correctly_rounded_fraction, n_inputs, "
-    "exhaustive, n_nan_mismatch], n_disagreements, disagreements: [the first --disagreements inputs "
-    "where the backends differ]}"
+    "a list, one entry per --dtype x --device: {op, format, device, exhaustive, definitions: "
+    "{ulp_steps, ulp_error: one line each}, backends: [one row per backend: backend, status, error, "
+    "max_ulp_steps, mean_ulp_steps, max_ulp_error, mean_ulp_error, correctly_rounded_fraction, "
+    "n_inputs, exhaustive, n_nan_mismatch], n_disagreements, disagreements: [the first "
+    "--disagreements inputs where the backends differ]}"
 )
 
 COLUMNS = [
     "backend",
     "status",
-    "max_ulp",
-    "mean_ulp",
+    "max_ulp_steps",
+    "mean_ulp_steps",
+    "max_ulp_error",
+    "mean_ulp_error",
     "correctly_rounded_fraction",
     "n_inputs",
     "exhaustive",
@@ -58,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print each backend's ULP summary per format x device (table or ``--json``) and the
     first disagreements."""
-    from explorer.analysis.accuracy import accuracy
+    from explorer.analysis.accuracy import DEFINITIONS, accuracy
     from explorer.analysis.ranges import DEFAULT_BACKENDS
     from explorer.cli import print_json, print_table, unique
 
@@ -77,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
                     "format": result.format,
                     "device": device,
                     "exhaustive": result.exhaustive,
+                    "definitions": dict(DEFINITIONS),
                     "backends": [b.to_dict() for b in result.backends],
                     "n_disagreements": result.n_disagreements(),
                     "disagreements": result.disagreements(args.disagreements) if args.disagreements else [],
@@ -94,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         where = f" on {e['device']}" if len(devices) > 1 else ""
         print(f"{e['op']} in {e['format']}{where} ({scope})")
         print_table(e["backends"], COLUMNS)
+        for line in DEFINITIONS.values():
+            print(f"  {line}")
         n = e["n_disagreements"]
         if n:
             shown = e["disagreements"]

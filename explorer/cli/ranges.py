@@ -9,10 +9,13 @@ VERB = "ranges"
 HELP = "number line of a format, or which inputs of an op overflow/underflow/go subnormal/NaN"
 EXIT_1 = "for some --dtype none of the requested backends could run the op (e.g. numpy has no float8)"
 JSON_RESULT = (
-    "a list of entries. Without --op one per --dtype: {format, number_line}. With --op one per "
-    "--dtype x --device x --backend: {format, op, backend, device, status, error, exhaustive, "
-    "counts, thresholds, regions, number_line, ...} (binary ops: shape and counts of the 2-D map, "
-    "empty thresholds and regions)"
+    "a list of entries. Without --op one per --dtype: {format, number_line (exact bounds: zero_bound, "
+    "overflow_bound, each with _included, and underflow_rule, overflow_rule in words)}. With --op one "
+    "per --dtype x --device x --backend: {format, op, backend, device, status, error, exhaustive, "
+    "counts, thresholds: {kind: {count, at_zero, positive, negative: {min, max (exact first and last "
+    "inputs, included), count, runs, before, after (the neighbouring inputs of other kinds), rule}, "
+    "returns, returns_distinct}}, regions, number_line, ...} (binary ops: shape and counts of the 2-D "
+    "map, empty thresholds and regions)"
 )
 
 
@@ -49,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print each format's number line, or the op's regions per format x device x backend."""
     from explorer.analysis import ranges
+    from explorer.analysis.ranges import value_text
     from explorer.backends import get_backend
     from explorer.cli import print_json, print_table, safe_text, unique
     from explorer.formats import resolve
@@ -65,7 +69,11 @@ def run(args: argparse.Namespace) -> int:
             if len(lines) > 1:
                 print(("\n" if i else "") + f"{line['format']}:")
             print_table(
-                [{"boundary": k, "value": v} for k, v in line.items() if k != "format"],
+                [
+                    {"boundary": k, "value": value_text(v) if isinstance(v, float) else v}
+                    for k, v in line.items()
+                    if k != "format"
+                ],
                 ["boundary", "value"],
             )
         return 0
@@ -114,12 +122,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"{op.name} in {e['format']} on {where}: {regions.status}, {size} inputs ({how})")
         if regions.error:
             print(f"  {safe_text(regions.error)}")
-        print_table([r.to_dict() for r in regions.intervals], ["kind", "lo", "hi", "count"])
-        for kind, t in regions.thresholds.items():
-            for side in ("negative", "positive"):
-                if t[side]:
-                    print(f"{kind:>9} {side}: [{t[side]['min']!r}, {t[side]['max']!r}]")
+        exact = [{**r.to_dict(), "lo": value_text(r.lo), "hi": value_text(r.hi)} for r in regions.intervals]
+        print_table(exact, ["kind", "lo", "hi", "count"])
+        _print_thresholds(regions.thresholds, e["number_line"])
     return status
+
+
+def _print_thresholds(thresholds: dict[str, Any], line: dict[str, Any]) -> None:
+    """Each kind's rule over the inputs (exact first and last inputs, included; the neighbouring
+    inputs of other kinds excluded), what came back there, and the format's exact bounds."""
+    from explorer.analysis.ranges import KIND_DEFINITIONS, threshold_rule
+    from explorer.cli import safe_text
+
+    for kind, t in thresholds.items():
+        few = t.get("returns_distinct", 0) == len(t.get("returns", []))
+        shown = f"; returns {', '.join(t['returns'])}" if t.get("returns") and few else ""
+        print(safe_text(f"{kind}: {threshold_rule(t)}; {t['count']} inputs{shown}"))
+        if kind == "flush_to_zero":
+            print(f"  ({KIND_DEFINITIONS[kind]})")
+    print(f"values: {line['underflow_rule']}; {line['overflow_rule']}")
 
 
 def _entry(

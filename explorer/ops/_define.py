@@ -37,6 +37,7 @@ def define(
     numpy: Call | None,
     torch: Call | None,
     float_output: bool = True,
+    tf_params: tuple[tuple[str, str], ...] = (),
     doc: str = "",
 ) -> Op:
     """Add an op (not elementwise) to the catalog; the keywords are :class:`Op`'s fields.
@@ -57,6 +58,7 @@ def define(
             numpy=numpy,
             torch=torch,
             float_output=float_output,
+            tf_params=tf_params,
             doc=doc,
         )
     )
@@ -74,6 +76,8 @@ def unary(
     tf: Call | None = None,
     group: str = "unary",
     domain: tuple[float, float] = ALL_REALS,
+    zeros: Call | None = None,
+    poles: Call | None = None,
     doc: str = "",
 ) -> Op:
     """Add an elementwise op of one input (group ``unary``, or ``nn`` for activations).
@@ -81,6 +85,8 @@ def unary(
     ``tf`` defaults to calling ``tf_public`` on the input.  ``numpy`` and ``torch`` are
     either a call or the dotted name of one function of that framework applied to the
     input (``"arcsin"`` is ``np.arcsin(x)``, ``"special.i0"`` is ``torch.special.i0(x)``).
+    ``zeros`` and ``poles``: where the exact value is 0 and infinite (see :class:`Op`;
+    :func:`at` and :func:`nowhere` write them).
     """
     return register(
         Op(
@@ -96,9 +102,29 @@ def unary(
             torch=_call_by_name(torch) if isinstance(torch, str) else torch,
             elementwise=True,
             domain=domain,
+            zeros=zeros,
+            poles=poles,
             doc=doc,
         )
     )
+
+
+def at(*values: float) -> Call:
+    """``zeros``/``poles`` of an op: the inputs equal to one of ``values``.
+
+    >>> at(0.0, 1.0)(np.array([0.0, 0.5, 1.0])).tolist()
+    [True, False, True]
+    """
+    return lambda x: np.isin(np.asarray(x, dtype=np.float64), values)
+
+
+def nowhere(x: Any) -> np.ndarray:
+    """``zeros``/``poles`` of an op that has none: an all-False mask.
+
+    >>> nowhere(np.array([0.0, 1.0])).tolist()
+    [False, False]
+    """
+    return np.zeros(np.shape(x), dtype=bool)
 
 
 def binary(
@@ -174,6 +200,37 @@ def scipy_special() -> Any:
     import scipy.special
 
     return scipy.special
+
+
+def stable_sigmoid(x: Any) -> np.ndarray:
+    """``1 / (1 + exp(-x))`` in float64 without overflow on the way: ``exp(-|x|)`` is at most 1,
+    and below ``x = -745`` it underflows to 0 (raising the underflow flag) as the sigmoid does.
+
+    >>> stable_sigmoid(np.array([-1000.0, 0.0, 1000.0])).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(-np.abs(x))
+    return np.asarray(np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)))
+
+
+def sum_to_odd(a: Any, b: Any) -> np.ndarray:
+    """``a + b`` in float64 rounded to odd: an inexact sum goes to the neighbour whose last bit
+    is 1.  Rounding that once more to a format of at most 51 bits is then correct (no double
+    rounding), even where ``b`` is far below an ulp of ``a``: ``x/2 + x*x/4`` for a tiny ``x``
+    is a tie in bfloat16's subnormals that plain float64 cannot see.
+
+    >>> float(sum_to_odd(1.0, 2.0**-80) - 1.0) == 2.0**-52
+    True
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    total = a + b
+    b_part = total - a
+    error = (a - (total - b_part)) + (b - b_part)  # TwoSum: a + b == total + error exactly
+    even = (np.atleast_1d(total).view(np.int64) & 1).reshape(total.shape) == 0
+    toward = np.where(error > 0, np.inf, -np.inf)
+    return np.asarray(np.where((error != 0) & even, np.nextafter(total, toward), total))
 
 
 def torch_nhwc(torch: Any, fn: Any, x: Any, *args: Any, **kwargs: Any) -> Any:

@@ -55,6 +55,12 @@ class Op:
     tf_raw_ops: tuple[str, ...]
     #: ``tf(tf, dtype, *tensors)``
     tf: Call
+    #: creation ops: the scalar parameters of ``tf`` (keyword arguments whose defaults are the
+    #: values), each with the dtype of the 0-d tensor a traced call is given for it: ``"dtype"``
+    #: (the op's dtype) or a TensorFlow dtype name such as ``"int32"``.  Called with the defaults
+    #: the call is the public call as a user writes it; traced (XLA), the parameters are
+    #: arguments of the traced function, so that nothing can be constant-folded away
+    tf_params: tuple[tuple[str, str], ...] = ()
     #: ``numpy(np, dtype, *arrays)``, or None when NumPy has no such op
     numpy: Call | None = None
     #: ``torch(torch, dtype, *tensors)``, or None when PyTorch has no such op
@@ -66,6 +72,13 @@ class Op:
     domain: tuple[float, float] = (-np.inf, np.inf)
     #: False when the output is integer (argmax) or otherwise not in the input dtype
     float_output: bool = True
+    #: for elementwise unary ops: ``zeros(x)``, the mask of inputs where the exact value is 0, and
+    #: ``poles(x)``, where it is infinite.  They tell a float64 reference of 0 or +-inf that is
+    #: exact from one that underflowed or overflowed float64 (``exp(-1000)``, ``erfc(30)``).
+    #: None: the floating-point flags the reference raises decide
+    #: (:func:`explorer.analysis.regions.reference_flags`).
+    zeros: Callable[[np.ndarray], np.ndarray] | None = None
+    poles: Callable[[np.ndarray], np.ndarray] | None = None
     #: one line for humans
     doc: str = ""
 

@@ -13,7 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from explorer.ops._define import define, scipy_special, torch_nhwc, unary
+from explorer.ops._define import (
+    at,
+    define,
+    nowhere,
+    scipy_special,
+    stable_sigmoid,
+    sum_to_odd,
+    torch_nhwc,
+    unary,
+)
 from explorer.ops._inputs import ROWS, concat, norm_inputs, one_hot_and_logits, uniform, uniform2
 
 
@@ -27,8 +36,21 @@ def _np_log_softmax(np: Any, x: Any) -> Any:
     return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
 
 
+#: below it, x/2 + x*x/4 and x/2 + x*x/sqrt(2 pi) are x/2 in float64 (the x*x part is under
+#: 2**-30 of it, the series' next terms under 2**-60): summed to odd, see :func:`sum_to_odd`
+_TINY = 2.0**-30
+
+
 def _ref_gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + scipy_special().erf(x / math.sqrt(2.0)))
+    # x * Phi(x) with Phi(x) = erfc(-x / sqrt 2) / 2: no cancellation in 1 + erf(x / sqrt 2) for x << 0
+    x = np.asarray(x, dtype=np.float64)
+    tiny = sum_to_odd(0.5 * x, x * x / math.sqrt(2.0 * math.pi))
+    return np.asarray(np.where(np.abs(x) < _TINY, tiny, 0.5 * x * scipy_special().erfc(-x / math.sqrt(2.0))))
+
+
+def _ref_silu(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return np.asarray(np.where(np.abs(x) < _TINY, sum_to_odd(0.5 * x, 0.25 * x * x), x * stable_sigmoid(x)))
 
 
 def _ref_selu_with(np: Any, x: Any) -> Any:
@@ -137,6 +159,8 @@ unary(
     torch=lambda torch, dt, x: torch.nn.functional.leaky_relu(x, 0.2),
     reference=lambda x: np.where(x > 0, x, 0.2 * x),
     make_inputs=uniform(-4, 4),
+    zeros=at(0.0),
+    poles=nowhere,
     doc="alpha = 0.2 (a float32 attribute in TensorFlow, so float64 results carry 0.2f)",
 )
 unary(
@@ -148,6 +172,8 @@ unary(
     torch="nn.functional.elu",
     reference=lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
     make_inputs=uniform(-4, 4),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="selu",
@@ -158,6 +184,8 @@ unary(
     torch="nn.functional.selu",
     reference=_ref_selu,
     make_inputs=uniform(-3, 3),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="softplus",
@@ -168,6 +196,8 @@ unary(
     torch="nn.functional.softplus",
     reference=lambda x: np.logaddexp(0.0, x),
     make_inputs=uniform(-4, 4),
+    zeros=nowhere,
+    poles=nowhere,
     doc="log(1 + exp(x)) (NumPy: np.logaddexp(0, x))",
 )
 unary(
@@ -179,6 +209,8 @@ unary(
     torch="nn.functional.softsign",
     reference=lambda x: x / (1.0 + np.abs(x)),
     make_inputs=uniform(-4, 4),
+    zeros=at(0.0),
+    poles=nowhere,
     doc="x / (1 + |x|)",
 )
 unary(
@@ -191,6 +223,8 @@ unary(
     torch="nn.functional.gelu",
     reference=_ref_gelu,
     make_inputs=uniform(-3, 3),
+    zeros=at(0.0),
+    poles=nowhere,
     doc="exact GELU x * (1 + erf(x / sqrt 2)) / 2; TensorFlow builds it as "
     "0.5 x erfc(-x / sqrt 2), no kernel of its own",
 )
@@ -201,8 +235,10 @@ unary(
     tf_raw_ops=("Sigmoid", "Mul", "Cast"),
     numpy=lambda np, dt, x: x / (1 + np.exp(-x)),
     torch="nn.functional.silu",
-    reference=lambda x: x / (1.0 + np.exp(-x)),
+    reference=_ref_silu,
     make_inputs=uniform(-4, 4),
+    zeros=at(0.0),
+    poles=nowhere,
     doc="x * sigmoid(x) (swish)",
 )
 unary(
@@ -214,6 +250,8 @@ unary(
     torch="nn.functional.logsigmoid",
     reference=lambda x: -np.logaddexp(0.0, -x),
     make_inputs=uniform(-4, 4),
+    zeros=nowhere,
+    poles=nowhere,
     doc="log(sigmoid(x)) = -softplus(-x)",
 )
 define(

@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.ops._define import scipy_special, unary
+from explorer.ops._define import at, nowhere, scipy_special, stable_sigmoid, unary
 from explorer.ops._inputs import signed, uniform
+
+
+def _non_positive_integers(x: np.ndarray) -> np.ndarray:
+    """The poles of lgamma: 0, -1, -2, ..."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.asarray((x <= 0) & (x == np.floor(x)))
+
 
 unary(
     name="abs",
@@ -86,6 +93,8 @@ unary(
     reference=np.sqrt,
     make_inputs=uniform(0.25, 4),
     domain=(0, np.inf),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="rsqrt",
@@ -96,6 +105,8 @@ unary(
     reference=lambda x: 1.0 / np.sqrt(x),
     make_inputs=uniform(0.5, 4),
     domain=(0, np.inf),
+    zeros=nowhere,
+    poles=at(0.0),
     doc="1/sqrt(x) (NumPy: 1 / np.sqrt(x), two roundings)",
 )
 unary(
@@ -106,6 +117,8 @@ unary(
     torch="reciprocal",
     reference=np.reciprocal,
     make_inputs=signed(0.5, 4),
+    zeros=nowhere,
+    poles=at(0.0),
 )
 unary(
     name="exp",
@@ -115,6 +128,8 @@ unary(
     torch="exp",
     reference=np.exp,
     make_inputs=uniform(-2, 1.5),
+    zeros=nowhere,
+    poles=nowhere,
 )
 unary(
     name="expm1",
@@ -124,6 +139,8 @@ unary(
     torch="expm1",
     reference=np.expm1,
     make_inputs=uniform(-2, 1.5),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="log",
@@ -134,6 +151,8 @@ unary(
     reference=np.log,
     make_inputs=uniform(0.5, 4),
     domain=(0, np.inf),
+    zeros=at(1.0),
+    poles=at(0.0),
 )
 unary(
     name="log1p",
@@ -144,6 +163,8 @@ unary(
     reference=np.log1p,
     make_inputs=uniform(-0.5, 3),
     domain=(-1, np.inf),
+    zeros=at(0.0),
+    poles=at(-1.0),
 )
 unary(
     name="sin",
@@ -153,6 +174,8 @@ unary(
     torch="sin",
     reference=np.sin,
     make_inputs=uniform(-3, 3),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="cos",
@@ -162,6 +185,8 @@ unary(
     torch="cos",
     reference=np.cos,
     make_inputs=uniform(-3, 3),
+    zeros=nowhere,
+    poles=nowhere,
 )
 unary(
     name="tan",
@@ -171,6 +196,8 @@ unary(
     torch="tan",
     reference=np.tan,
     make_inputs=uniform(-1, 1),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="asin",
@@ -181,6 +208,8 @@ unary(
     reference=np.arcsin,
     make_inputs=uniform(-0.9, 0.9),
     domain=(-1, 1),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="acos",
@@ -191,6 +220,8 @@ unary(
     reference=np.arccos,
     make_inputs=uniform(-0.9, 0.9),
     domain=(-1, 1),
+    zeros=at(1.0),
+    poles=nowhere,
 )
 unary(
     name="atan",
@@ -200,6 +231,8 @@ unary(
     torch="atan",
     reference=np.arctan,
     make_inputs=uniform(-4, 4),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="sinh",
@@ -209,6 +242,8 @@ unary(
     torch="sinh",
     reference=np.sinh,
     make_inputs=uniform(-2, 2),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="cosh",
@@ -218,6 +253,8 @@ unary(
     torch="cosh",
     reference=np.cosh,
     make_inputs=uniform(-2, 2),
+    zeros=nowhere,
+    poles=nowhere,
 )
 unary(
     name="tanh",
@@ -227,6 +264,8 @@ unary(
     torch="tanh",
     reference=np.tanh,
     make_inputs=uniform(-2, 2),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="asinh",
@@ -236,6 +275,8 @@ unary(
     torch="asinh",
     reference=np.arcsinh,
     make_inputs=uniform(-4, 4),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="acosh",
@@ -246,6 +287,8 @@ unary(
     reference=np.arccosh,
     make_inputs=uniform(1, 4),
     domain=(1, np.inf),
+    zeros=at(1.0),
+    poles=nowhere,
 )
 unary(
     name="atanh",
@@ -256,6 +299,8 @@ unary(
     reference=np.arctanh,
     make_inputs=uniform(-0.7, 0.7),
     domain=(-1, 1),
+    zeros=at(0.0),
+    poles=at(-1.0, 1.0),
 )
 unary(
     name="sigmoid",
@@ -263,9 +308,11 @@ unary(
     tf_raw_ops=("Sigmoid",),
     numpy=lambda np, dt, x: 1 / (1 + np.exp(-x)),
     torch="sigmoid",
-    reference=lambda x: 1.0 / (1.0 + np.exp(-x)),
+    reference=stable_sigmoid,
     make_inputs=uniform(-4, 4),
-    doc="1/(1+exp(-x)) (NumPy: that formula)",
+    zeros=nowhere,
+    poles=nowhere,
+    doc="1/(1+exp(-x)) (NumPy: that formula; reference: from exp(-|x|), which cannot overflow)",
 )
 unary(
     name="erf",
@@ -275,6 +322,8 @@ unary(
     torch="erf",
     reference=lambda x: scipy_special().erf(x),
     make_inputs=uniform(-2, 2),
+    zeros=at(0.0),
+    poles=nowhere,
 )
 unary(
     name="erfc",
@@ -284,6 +333,8 @@ unary(
     torch="erfc",
     reference=lambda x: scipy_special().erfc(x),
     make_inputs=uniform(-2, 2),
+    zeros=nowhere,
+    poles=nowhere,
 )
 unary(
     name="erfinv",
@@ -294,6 +345,8 @@ unary(
     reference=lambda x: scipy_special().erfinv(x),
     make_inputs=uniform(-0.7, 0.7),
     domain=(-1, 1),
+    zeros=at(0.0),
+    poles=at(-1.0, 1.0),
 )
 unary(
     name="lgamma",
@@ -303,6 +356,8 @@ unary(
     torch="lgamma",
     reference=lambda x: scipy_special().gammaln(x),
     make_inputs=uniform(0.5, 4),
+    zeros=at(1.0, 2.0),
+    poles=_non_positive_integers,
     doc="log|Gamma(x)|; real everywhere, +inf at the poles 0, -1, -2, ...",
 )
 unary(
@@ -313,6 +368,8 @@ unary(
     torch="digamma",
     reference=lambda x: scipy_special().digamma(x),
     make_inputs=uniform(0.5, 4),
+    zeros=nowhere,
+    poles=at(0.0),
     doc="d/dx log Gamma(x); poles at 0, -1, -2, ...",
 )
 unary(
@@ -323,6 +380,8 @@ unary(
     torch="special.i0",
     reference=lambda x: scipy_special().i0(x),
     make_inputs=uniform(-3, 3),
+    zeros=nowhere,
+    poles=nowhere,
     doc="modified Bessel function I0 (np.i0 computes in float64 and returns float64)",
 )
 unary(
@@ -333,6 +392,8 @@ unary(
     torch="special.i0e",
     reference=lambda x: scipy_special().i0e(x),
     make_inputs=uniform(-3, 3),
+    zeros=nowhere,
+    poles=nowhere,
     doc="exponentially scaled I0: exp(-|x|) I0(x)",
 )
 unary(
@@ -343,5 +404,7 @@ unary(
     torch="special.i1",
     reference=lambda x: scipy_special().i1(x),
     make_inputs=uniform(-3, 3),
+    zeros=at(0.0),
+    poles=nowhere,
     doc="modified Bessel function I1",
 )

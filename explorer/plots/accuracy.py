@@ -1,4 +1,5 @@
-"""Plots of :mod:`explorer.analysis.accuracy`: ULP error against input, backends overlaid.
+"""Plots of :mod:`explorer.analysis.accuracy`: the error against the input, backends overlaid,
+by either named measure (ulp_error by default, or ulp_steps).
 
 Pure functions; no pyplot.  Each takes an optional ``ax`` and returns the Figure.
 """
@@ -16,59 +17,84 @@ BACKEND_STYLES: dict[str, tuple[str, str]] = {
     "torch": ("#d62728", "s"),
 }
 
+#: the y axis of each measure (one line each, as ``explorer.analysis.accuracy.DEFINITIONS``)
+MEASURE_LABELS: dict[str, str] = {
+    "ulp_error": "ulp_error = |y - f(x)| / ulp(f(x))",
+    "ulp_steps": "ulp_steps (representable values from the correctly rounded one)",
+}
 
-def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000) -> Any:
-    """Error in ULPs against the input (symmetric log axis), one series per backend;
-    correctly rounded results (0 ULP) sit on the bottom line.  Binary ops are plotted
-    against their first operand.  At most ``max_points`` points per backend are drawn
-    (every nonzero error first)."""
+
+def _label(name: str, summary: Any) -> str:
+    def figure(value: float | None, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    wrong = round((1 - (summary.correctly_rounded_fraction or 0)) * summary.n_inputs)
+    return (
+        f"{name}: ulp_error max {figure(summary.max_ulp_error, '.5g')}, mean "
+        f"{figure(summary.mean_ulp_error, '.3g')}; ulp_steps max {figure(summary.max_ulp_steps, 'g')}; "
+        f"{wrong:,} of {summary.n_inputs:,} not correctly rounded"
+    )
+
+
+def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000, measure: str = "ulp_error") -> Any:
+    """The error of each backend against the input (symmetric log axes), one series per backend,
+    by ``measure``: ``"ulp_error"`` (real-valued; at most 0.5 when correctly rounded, the dashed
+    line) or ``"ulp_steps"`` (integers; correctly rounded results on the bottom line).  Binary ops
+    are plotted against their first operand.  At most ``max_points`` points per backend are drawn
+    (every input that is not correctly rounded first); the legend gives both measures.
+    """
+    if measure not in MEASURE_LABELS:
+        raise ValueError(f"unknown measure {measure!r}; valid: {', '.join(MEASURE_LABELS)}")
     if ax is None:
         from matplotlib.figure import Figure
 
         ax = Figure(figsize=(9.0, 3.6), layout="constrained").add_subplot()
     x = result.inputs[0]
-    for k, (name, ulps) in enumerate(result.ulps.items()):
+    values = result.ulp_errors if measure == "ulp_error" else result.ulp_steps
+    for k, (name, errors) in enumerate(values.items()):
         colour, marker = BACKEND_STYLES.get(name, (f"C{k}", "."))
-        finite = np.isfinite(ulps)
-        wrong = np.nonzero(finite & (ulps > 0))[0]
-        right = np.nonzero(finite & (ulps == 0))[0]
+        steps = result.ulp_steps[name]
+        finite = np.isfinite(errors)
+        wrong = np.nonzero(finite & (steps > 0))[0]
+        right = np.nonzero(finite & (steps == 0))[0]
         keep = max(max_points - wrong.size, 0)
         if right.size > keep:
             right = right[:: max(right.size // max(keep, 1), 1)][:keep]
         idx = np.concatenate([wrong[:max_points], right])
-        summary = result.by_backend(name)
-        label = (
-            f"{name}: max {summary.max_ulp:g}, mean {summary.mean_ulp:.3g}, "
-            f"{100 * summary.correctly_rounded_fraction:.2f}% correctly rounded"
-        )
         ax.plot(
             x[idx],
-            ulps[idx],
+            errors[idx],
             linestyle="none",
             marker=marker,
             markersize=3,
             color=colour,
             alpha=0.7,
-            label=label,
+            label=_label(name, result.by_backend(name)),
         )
     from explorer.formats import resolve
 
+    if measure == "ulp_error" and values:
+        ax.axhline(0.5, color="grey", linestyle="--", linewidth=0.8)
     # linear through the subnormals, logarithmic from the smallest normal on
     ax.set_xscale("symlog", linthresh=resolve(result.format).smallest_normal)
-    ax.set_yscale("symlog", linthresh=1.0)
+    # linear up to 1 (where every correctly rounded ulp_error lies), logarithmic above
+    ax.set_yscale("symlog", linthresh=1.0, linscale=1.0 if measure == "ulp_steps" else 2.0)
     ax.set_xlabel("input x" if len(result.inputs) == 1 else "first input a")
-    ax.set_ylabel(f"error (ulps of {result.format})")
-    ax.set_title(f"{result.op} in {result.format}: error against float64 correctly rounded", fontsize=9)
-    if result.ulps:
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    ax.set_ylabel(f"{measure} ({result.format})", fontsize=8)
+    ax.set_title(
+        f"{result.op} in {result.format}: {MEASURE_LABELS[measure]}, against float64 correctly rounded",
+        fontsize=9,
+    )
+    if values:
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
     else:
         ax.text(0.5, 0.5, "no backend ran", transform=ax.transAxes, ha="center")
     return ax.figure
 
 
 def accuracy_figure(result: Any, study: Any) -> Any:
-    """The Accuracy view: the ULP error per backend (:func:`plot_ulp_error`; left out when
-    ``result`` is None) above the running sum of the accumulation ``study``.
+    """The Accuracy view: the ulp_error per backend (:func:`plot_ulp_error`, both measures in its
+    legend; left out when ``result`` is None) above the running sum of the accumulation ``study``.
 
     Fixed-layout axes (no layout engine), so a re-render is one draw; returns the Figure.
     """

@@ -10,13 +10,15 @@ from typing import Any
 
 import numpy as np
 
-#: one colour per kind of input (colour-blind-friendly: red/blue/yellow/purple on pale green)
+#: one colour per kind of input, in the order of :data:`explorer.analysis.regions.KINDS`
+#: (colour-blind-friendly: red/blue/yellow/purple/grey on pale green)
 KIND_COLORS: dict[str, str] = {
     "ok": "#c7e9c0",
     "overflow": "#d73027",
     "underflow": "#4575b4",
     "subnormal": "#fdae61",
     "nan": "#762a83",
+    "flush_to_zero": "#525252",
 }
 
 
@@ -59,12 +61,12 @@ def plot_number_lines(lines: Any, ax: Any = None) -> Any:
     ax = _new_ax(ax, (9.0, 0.45 * len(lines) + 1.2))
     bounds = [line.log2_bounds() for line in lines]
     lo = min(b["smallest_subnormal"] for b in bounds) - 6
-    hi = max(b["overflow_above"] for b in bounds) + 6
+    hi = max(b["overflow_bound"] for b in bounds) + 6
     for row, (line, b) in enumerate(zip(lines, bounds, strict=True)):
         y = len(lines) - 1 - row
-        zero_edge = b.get("underflow_below", b["smallest_subnormal"])
+        zero_edge = b.get("zero_bound", b["smallest_subnormal"])
         normal = b["smallest_normal"]
-        top = b["overflow_above"]
+        top = b["overflow_bound"]
         ax.barh(y, zero_edge - lo, left=lo, color=KIND_COLORS["underflow"], height=0.6)
         ax.barh(y, normal - zero_edge, left=zero_edge, color=KIND_COLORS["subnormal"], height=0.6)
         ax.barh(y, top - normal, left=normal, color=KIND_COLORS["ok"], height=0.6)
@@ -138,15 +140,19 @@ def plot_regions(regions: Any, ax: Any = None) -> Any:
             continue
         starts = np.concatenate([[0], np.nonzero(np.diff(reg.kinds))[0] + 1])
         ends = np.concatenate([starts[1:], [reg.kinds.size]])
+        narrow = reg.kinds.size / 250  # runs thinner than a pixel or two get a visible mark
         for s, e in zip(starts, ends, strict=True):
-            kind = ["ok", "overflow", "underflow", "subnormal", "nan"][int(reg.kinds[s])]
+            kind = list(KIND_COLORS)[int(reg.kinds[s])]
             ax.barh(y, max(e - s, 1), left=s, color=KIND_COLORS[kind], height=0.7)
+            if kind != "ok" and e - s < narrow:
+                ax.plot([(s + e) / 2] * 2, [y - 0.35, y + 0.35], color=KIND_COLORS[kind], linewidth=2.5)
     ax.set_yticks(range(len(names)), list(reversed(names)), fontsize=8)
     ax.set_xlim(0, max(first.inputs.size, 1))
     _index_ticks(ax, first.inputs)
     scope = "every finite value" if first.exhaustive else "sampled inputs"
     ax.set_xlabel(f"input x of {first.op} in {first.format} ({scope}, in value order)")
-    _legend(ax)
+    present = {int(k) for reg in regions.values() if reg.ran for k in np.unique(reg.kinds)}
+    _legend(ax, [k for i, k in enumerate(KIND_COLORS) if i in present or i < 5])
     return ax.figure
 
 
