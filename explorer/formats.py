@@ -14,6 +14,7 @@ never typed in.  TF32 is the one emulated format: float32 storage rounded to
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
@@ -529,8 +530,9 @@ def from_ordinals(ords: np.ndarray, fmt: Any) -> np.ndarray:
 def ulp_of_max(fmt: Any) -> float:
     """The spacing of values in the binade of the largest finite value of ``fmt``.
 
-    >>> ulp_of_max("float16")
-    32.0
+    >>> ulp_of_max("float16"), ulp_of_max("float64") == 2.0**971
+    (32.0, True)
     """
     fmt = resolve(fmt)
-    return float(2.0 ** (np.floor(np.log2(fmt.max)) - fmt.mantissa_bits))
+    exponent = math.frexp(fmt.max)[1] - 1  # exact: log2 of float64's max rounds up to 1024
+    return math.ldexp(1.0, exponent - fmt.mantissa_bits)
