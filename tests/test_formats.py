@@ -522,3 +522,14 @@ def test_bad_names_name_the_closest_match_and_the_valid_names():
         decode(np.array([1.5]), "float16")
     with pytest.raises(ValueError, match=r"\[0, 2\*\*8\)"):
         decode(256, "float8_e4m3fn")
+
+
+@pytest.mark.parametrize("name", ["float16", "float32", "float64"])
+def test_ulp_of_max_is_the_gap_below_max(name: str) -> None:
+    """The oracle: NumPy's own nextafter below the largest finite value."""
+    from explorer.formats import ulp_of_max
+
+    dtype = np.dtype(name).type
+    top = np.finfo(dtype).max
+    below = np.nextafter(top, dtype(0))
+    assert ulp_of_max(name) == float(top) - float(below)
