@@ -2,8 +2,9 @@
 
     python benchmarks/run.py kernels
 
-Cold = an empty cache directory (a fresh temporary PX_CACHE_DIR); the sandbox
-worker is warmed first, so TensorFlow's import is not counted.
+Cold = an empty cache directory (a fresh temporary PX_CACHE_DIR); the TensorFlow probe
+workers start with the sweep, so their TensorFlow import is counted (the command-line
+figures, cold and warm in fresh processes, are in ``bench_catalog_sweep.py``).
 """
 
 from __future__ import annotations

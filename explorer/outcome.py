@@ -1,4 +1,16 @@
-"""The status vocabulary and the result of one run, shared by every backend, the CLI and the app."""
+"""The status vocabulary and the result of one run, shared by every backend, the CLI and the app.
+
+Two small vocabularies describe a run: :class:`Status` says *what* happened (``ok``,
+``fallback``, ``no_kernel``, ``unsupported_dtype``, ``no_device``, ``not_installed``,
+``crashed``, ``timeout``, ``error``, ``wrong_result``) and :class:`Phase` says *where* it got to
+(``op_build``, ``xla_compile``, ``kernel_lookup``, ``kernel_run``, ``ok``, or ``""`` when
+not known).  The phase is decided from the step that raised, not from the message.
+
+>>> Outcome(Status.NO_KERNEL, phase=Phase.KERNEL_LOOKUP).phase.value
+'kernel_lookup'
+>>> PHASES
+('ok', 'op_build', 'xla_compile', 'kernel_lookup', 'kernel_run', '')
+"""
 
 from __future__ import annotations
 
@@ -30,9 +42,40 @@ class Status(StrEnum):
     TIMEOUT = "timeout"
     #: any other failure
     ERROR = "error"
+    #: ran without an error, but the result is silently wrong: NaN or inf where the float64
+    #: reference is finite, or off by far more than the format's precision
+    #: (:mod:`explorer.backends.silent`)
+    WRONG_RESULT = "wrong_result"
 
 
 STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
+
+
+class Phase(StrEnum):
+    """Where a run got to: the step that failed, or ``ok`` (kept apart from :class:`Status`,
+    which says *what* happened; the phase says *where*).
+
+    The steps, in the order TensorFlow takes them: building the op (eagerly, or into a graph
+    while tracing), compiling with XLA (``xla`` mode only), looking the kernel up for the
+    device and dtype, running it.
+    """
+
+    #: it ran (or, for a probe that only lowers to XLA's HLO, it lowered)
+    OK = "ok"
+    #: building the op failed, before any kernel was looked up: the public function's Python
+    #: code, the op's signature (its dtype attribute), or, while tracing a graph, its shape function
+    OP_BUILD = "op_build"
+    #: the graph was built, but XLA could not compile it (no XLA lowering of an op in that dtype)
+    XLA_COMPILE = "xla_compile"
+    #: the op was built, but no kernel is registered for it on that device in that dtype
+    KERNEL_LOOKUP = "kernel_lookup"
+    #: a kernel was found, but raised when it was created or run
+    KERNEL_RUN = "kernel_run"
+    #: not known: the run never started (no device, not installed) or its worker died or hung
+    UNKNOWN = ""
+
+
+PHASES: tuple[str, ...] = tuple(p.value for p in Phase)
 
 
 @dataclass
@@ -46,8 +89,11 @@ class Outcome:
     device: str | None = None
     #: the real error text, in full ("" when none)
     error: str = ""
-    #: what happened beyond the status, e.g. "computed in float32, not float16"
+    #: what happened beyond the status, e.g. "computed in float32, not float16", or for a
+    #: failure where it was raised ("the op's signature, checked while building the graph")
     detail: str = ""
+    #: where the run got to (see :class:`Phase`): ``ok``, or the step that failed
+    phase: Phase = Phase.UNKNOWN
     #: extra facts for the caller (mode, seconds, ...)
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -6,7 +6,9 @@ or hangs is discarded; the caller gets ``SandboxCrash`` / ``SandboxTimeout``
 (or, from :meth:`Sandbox.run`, an Outcome with status ``crashed`` / ``timeout``)
 and the next call starts a fresh worker.  :meth:`Sandbox.map` runs a batch, one
 item after the other, with a time limit per item: a crash or hang costs only
-the item it happened in, and the rest continue in a fresh worker.
+the item it happened in, and the rest continue in a fresh worker;
+:meth:`Sandbox.map_parallel` shares the items of several batches among several
+workers at once (one thread per worker, results delivered in the calling thread).
 
 Every request carries an id and every reply names the request (and item) it
 answers, so an answer can only reach the call that asked for it; a call that
@@ -39,7 +41,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
@@ -104,6 +106,18 @@ class ItemResult:
     def ok(self) -> bool:
         """Whether ``func(item)`` returned a value."""
         return self.error is None
+
+
+@dataclass(frozen=True)
+class Group:
+    """Items for :meth:`Sandbox.map_parallel` and the workers that share them."""
+
+    #: the keys of the workers the items are shared among (one thread each)
+    keys: tuple[str, ...]
+    #: the items, each passed to the function alone
+    items: Sequence[Any]
+    #: run first in every worker this call starts (see :meth:`Sandbox.map`)
+    setup: Callable[[], Any] | None = None
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -405,6 +419,92 @@ class Sandbox:
         >>> box.close()
         """
         return self._run(key, func, [(item,) for item in items], timeout_per_item, on_result, setup)
+
+    def map_parallel(
+        self,
+        func: Callable[[Any], Any],
+        groups: Sequence[Group],
+        timeout_per_item: float,
+        on_result: Callable[[int, ItemResult], None] | None = None,
+        batch: int = 16,
+    ) -> list[list[ItemResult]]:
+        """Run ``func(item)`` for the items of every group at once, each group's items shared
+        among its workers (one thread per worker key, ``batch`` items handed out at a time to
+        whichever of a group's workers is free); returns each group's results in item order.
+
+        As in :meth:`map`, each item has ``timeout_per_item`` seconds and a crash or hang
+        costs only the item it happened in.  ``on_result(group_index, result)`` is called in
+        the calling thread as each result arrives (``result.index`` is the item's position in
+        its group).  An interrupted call (Ctrl-C) stops its workers before it re-raises.
+
+        >>> import math
+        >>> box = Sandbox()
+        >>> out = box.map_parallel(math.sqrt, [Group(("a", "b"), [4.0, 9.0, 16.0])], 60, batch=1)
+        >>> [r.value for r in out[0]]
+        [2.0, 3.0, 4.0]
+        >>> box.close()
+        """
+        timeout_per_item = check_timeout(timeout_per_item, "timeout_per_item")
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, got {batch!r}")
+        arrived: SimpleQueue[tuple[int, ItemResult] | BaseException | None] = SimpleQueue()
+        pending = [list(range(0, len(g.items), batch)) for g in groups]
+        guard = threading.Lock()
+        stop = threading.Event()
+
+        def serve(g: int, key: str) -> None:
+            group = groups[g]
+            try:
+                while not stop.is_set():
+                    with guard:
+                        if not pending[g]:
+                            break
+                        start = pending[g].pop(0)
+                    chunk = group.items[start : start + batch]
+
+                    def forward(result: ItemResult, start: int = start) -> None:
+                        arrived.put(
+                            (g, ItemResult(start + result.index, result.value, result.error, result.seconds))
+                        )
+
+                    self._run(key, func, [(item,) for item in chunk], timeout_per_item, forward, group.setup)
+            except BaseException as exc:  # reported in the calling thread
+                arrived.put(exc)
+            finally:
+                arrived.put(None)
+
+        threads = [
+            threading.Thread(target=serve, args=(g, key), name=f"explorer-sandbox-{key}", daemon=True)
+            for g, group in enumerate(groups)
+            if group.items
+            for key in dict.fromkeys(group.keys)
+        ]
+        results: list[list[ItemResult]] = [[] for _ in groups]
+        for thread in threads:
+            thread.start()
+        running, failure = len(threads), None
+        try:
+            while running:
+                got = arrived.get()
+                if got is None:
+                    running -= 1
+                elif isinstance(got, BaseException):
+                    failure = failure or got
+                    stop.set()
+                else:
+                    results[got[0]].append(got[1])
+                    if on_result is not None:
+                        on_result(*got)
+        except BaseException:  # interrupted: stop handing out items, and stop the workers
+            stop.set()
+            for key in {k for g in groups for k in g.keys}:
+                worker = self._workers.get(key)
+                if worker is not None:
+                    self._discard(key, worker, "map_parallel interrupted")
+            raise
+        if failure is not None:
+            raise failure
+        return [sorted(r, key=lambda r: r.index) for r in results]
 
     def _run(
         self,

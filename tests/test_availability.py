@@ -62,10 +62,12 @@ def seed_result(reg: Registry, tmp_path_factory) -> av.AvailabilityResult:  # ty
 
 
 def _public_call(tf: Any, op: str, dtype: Any) -> tuple[Any, list[Any]]:
-    """TensorFlow's public function for a seed op and its inputs, written here (not the catalog's)."""
+    """TensorFlow's public function for a seed op and its inputs, written here (not the catalog's).
+    Every input is an argument, range's limit too: written as a literal inside a compiled
+    function, tf.range would be folded into a constant and XLA's Range never asked."""
     spd = [[4.0, 1.0, 0.5, 0.2], [1.0, 3.0, 0.3, 0.1], [0.5, 0.3, 2.0, 0.4], [0.2, 0.1, 0.4, 1.5]]
     return {
-        "range": (lambda: tf.range(12, dtype=dtype), []),
+        "range": (lambda limit: tf.range(limit, dtype=dtype), [tf.constant(12, dtype=dtype)]),
         "cholesky": (tf.linalg.cholesky, [tf.constant(spd, dtype=dtype)]),
         "exp": (tf.math.exp, [tf.constant([-2.0, -0.5, 0.0, 1.5], dtype=dtype)]),
     }[op]
@@ -136,12 +138,18 @@ def test_seed_case_range_float16(
         assert run["declared"] == want["declared"]
         assert run["status"] == want["status"]
         assert bool(run["disagreement"]) == want["disagreement"], run
-    # TensorFlow 2.21: tf.range(12, dtype=tf.float16) runs eagerly; under XLA the declared kernel rejects it
-    assert (direct[("range", "float16", "eager")], direct[("range", "float16", "xla")]) == (True, False)
-    xla = _row(seed_result, backend="tensorflow", op="range", dtype="float16", device="CPU", mode="xla")
-    assert "Unsupported dtype" in xla["error"]
-    assert xla["workaround_how"] == "run it eagerly on CPU, where the registry has a float16 kernel"
-    assert "registry declares a float16 kernel, but running it failed (error)" in xla["disagreement"]
+    # TensorFlow 2.21: tf.range in float16 and bfloat16 runs eagerly; under XLA the declared
+    # kernel's lowering rejects both dtypes ("Invalid type for Range half/bfloat16")
+    for dtype, spelled in (("float16", "half"), ("bfloat16", "bfloat16")):
+        assert (direct[("range", dtype, "eager")], direct[("range", dtype, "xla")]) == (True, False)
+        xla = _row(seed_result, backend="tensorflow", op="range", dtype=dtype, device="CPU", mode="xla")
+        assert f"Invalid type for Range {spelled}" in xla["error"]
+        assert xla["phase"] == "xla_compile"
+        assert "lowering it to HLO failed" in xla["explanation"]
+        assert xla["workaround_how"] == f"run it eagerly on CPU, where the registry has a {dtype} kernel"
+        assert f"registry declares a {dtype} kernel, but running it failed (error)" in xla["disagreement"]
+        eager = _row(seed_result, backend="tensorflow", op="range", dtype=dtype, device="CPU", mode="eager")
+        assert eager["phase"] == "ok" and eager["result_dtype"] == dtype
     # numpy float16 works (the comparison the seed question makes)
     assert _row(seed_result, backend="numpy", op="range", dtype="float16", device="CPU")["status"] == "ok"
 
@@ -179,6 +187,7 @@ def test_cholesky_float16_cpu(
     assert (direct[("cholesky", "float16", "eager")], direct[("cholesky", "float16", "xla")]) == (False, True)
     run = _row(seed_result, backend="tensorflow", op="cholesky", dtype="float16", device="CPU", mode="eager")
     assert run["status"] == "no_kernel" and not run["disagreement"]
+    assert run["phase"] == "kernel_lookup"
     explanation = run["explanation"]
     assert "Cholesky accepts float16" in explanation
     assert "registers no float16 kernel for it on CPU" in explanation
@@ -213,6 +222,7 @@ def test_cholesky_bfloat16_unsupported(
             seed_result, backend="tensorflow", op="cholesky", dtype="bfloat16", device="CPU", mode=mode
         )
         assert run["status"] == "unsupported_dtype" and not run["disagreement"]
+        assert run["phase"] == "op_build"  # the signature refuses it: no kernel is even looked up
         assert "Cholesky does not accept bfloat16 at all" in run["explanation"]
         said = run["explanation"].split("allows ")[1].split(" (TensorFlow")[0]
         assert set(said.split(", ")) == allowed_floats
@@ -246,6 +256,7 @@ def test_cache_round_trip_and_corrupt_cache_rebuilt(reg: Registry) -> None:
     second = av.availability(**kwargs)
     assert second.probed == 0 and second.cached == 4
     assert second.records() == first.records()
+    assert [r["phase"] for r in second.records(full=True)] == ["ok"] * 4  # the phase survives the store
     path = av.cache_path()
     path.write_text("{not json")
     third = av.availability(**kwargs)
@@ -356,6 +367,27 @@ def test_snapshot_save_load_diff(seed_result: av.AvailabilityResult, tmp_path) -
     with pytest.raises(ValueError, match="not a precision-explorer"):
         (tmp_path / "c.json").write_text("[]")
         load_snapshot(tmp_path / "c.json")
+
+
+def test_snapshots_without_a_phase_column_load_and_a_bad_phase_is_refused(
+    seed_result: av.AvailabilityResult, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    data = json.loads(save_snapshot(seed_result, tmp_path / "a.json").read_text())
+    assert {r["phase"] for r in data["rows"]} >= {"ok", "op_build", "xla_compile", "kernel_lookup"}
+    for row in data["rows"]:  # as written before the phase was a column
+        del row["phase"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    old = load_snapshot(tmp_path / "old.json")
+    assert set(old.rows["phase"]) == {""}
+    assert old.records() == seed_result.records()
+    data["rows"][0]["phase"] = "somewhere"
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(
+        ValueError, match=r"rows\[0\]\.phase: 'somewhere' is not a phase; valid: ok, op_build"
+    ):
+        load_snapshot(tmp_path / "bad.json")
 
 
 def test_registry_gaps_and_only_on(reg: Registry, orc: Oracle) -> None:

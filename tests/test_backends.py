@@ -340,7 +340,7 @@ def test_get_backend_bad_names():
     with pytest.raises(ValueError, match=r"did you mean 'tensorflow'\?.*Valid backends: tensorflow, numpy"):
         get_backend("tensorflw")
     with pytest.raises(ValueError, match="Valid backends"):
-        get_backend("jax")
+        get_backend("mxnet")
     with pytest.raises(TypeError, match="must be a string"):
         get_backend(None)  # type: ignore[arg-type]
     assert get_backend("TF") is get_backend("tensorflow")
@@ -374,3 +374,33 @@ def test_torch_reports_not_installed_when_absent():
     outcome = torch_backend.run("exp", "float16")
     assert outcome.status is Status.NOT_INSTALLED
     assert outcome.result is None and "torch is not installed" in (outcome.error or "")
+
+
+def test_every_outcome_says_where_the_run_got_to():
+    """The phase: ``ok`` for a run that returned, the step that failed otherwise, "" when nothing ran."""
+    from explorer.outcome import Phase
+
+    assert get_backend("numpy").run("exp", "float16").phase is Phase.OK
+    assert get_backend("tensorflow").run("exp", "float16").phase is Phase.OK
+    no_dtype = get_backend("tensorflow").run("exp", "tf32")  # TensorFlow has no tf32 dtype to build in
+    assert no_dtype.phase is Phase.OP_BUILD and "no tf32 dtype" in no_dtype.detail
+    if importlib.util.find_spec("torch") is None:
+        assert get_backend("torch").run("exp", "float16").phase is Phase.UNKNOWN
+
+
+def test_an_xla_probe_that_does_not_execute_lowers_only():
+    """``execute=False`` (availability) stops after lowering to HLO: no result, the dtype the traced
+    function returns; ``execute=True`` compiles and runs, and equals TensorFlow's jit call run here."""
+    import tensorflow as tf
+
+    backend = get_backend("tensorflow")
+    lowered = backend.run("exp", "float16", mode="xla", execute=False)
+    assert lowered.status is Status.OK and lowered.result is None
+    assert lowered.extra["result_dtype"] == "float16" and "lowered to HLO" in lowered.detail
+    ran = backend.run("exp", "float16", mode="xla", execute=True)
+    x = tf.constant(get_op("exp").inputs(0)[0], tf.float16)
+    with tf.device("/CPU:0"):
+        direct = tf.function(tf.math.exp, jit_compile=True)(x).numpy()
+    np.testing.assert_array_equal(ran.result, direct)
+    eager = backend.run("exp", "float16", execute=False)  # eager probes always run
+    assert eager.result is not None and eager.result.dtype == np.float16

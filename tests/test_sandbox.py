@@ -85,7 +85,7 @@ def test_run_rejects_bad_names_before_starting_a_worker(sandbox):
     with pytest.raises(ValueError, match="valid devices"):
         sandbox.run("numpy", "exp", "float16", device="TPU")
     with pytest.raises(ValueError, match="Valid backends"):
-        sandbox.run("jax", "exp", "float16")
+        sandbox.run("mxnet", "exp", "float16")
     with pytest.raises(ValueError, match="positive"):
         sandbox.call("x", _faults.pid, timeout=0)
     assert sandbox.workers() == {}
@@ -357,3 +357,28 @@ def test_worker_outlives_the_thread_that_started_it(sandbox):
     time.sleep(0.5)  # a parent-death signal tied to that thread would have fired by now
     assert sandbox.call("faults", _faults.pid, timeout=60) == pids[0]
     assert sandbox.replaced == []
+
+
+def slow_behave(item: object) -> object:
+    """:func:`_faults.behave` after a short sleep, so that every worker of a group gets items."""
+    time.sleep(0.2)
+    return _faults.behave(item)
+
+
+def test_map_parallel_shares_items_among_workers_and_reports_in_the_calling_thread(sandbox):
+    from explorer.sandbox import Group
+
+    caller = threading.get_ident()
+    seen: list[tuple[int, int, int]] = []
+
+    def on_result(group: int, result: ItemResult) -> None:
+        seen.append((group, result.index, threading.get_ident()))
+
+    names = [f"x{n}" for n in range(8)]
+    groups = [Group(("p1", "p2"), names), Group(("q",), ["a", "segfault", "b"])]
+    out = sandbox.map_parallel(slow_behave, groups, 60, on_result=on_result, batch=1)
+    assert [r.index for r in out[0]] == list(range(8)) and [r.value[0] for r in out[0]] == names
+    assert len({r.value[1] for r in out[0]}) == 2  # both workers of the first group ran items
+    assert out[1][0].ok and out[1][2].ok and isinstance(out[1][1].error, SandboxCrash)  # costs its item
+    assert sorted((g, i) for g, i, _ in seen) == [(0, n) for n in range(8)] + [(1, n) for n in range(3)]
+    assert {t for _, _, t in seen} == {caller}  # every result was delivered in the calling thread

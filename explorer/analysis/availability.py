@@ -23,7 +23,14 @@ from typing import Any
 
 from explorer.analysis import envcache, probe_cache
 from explorer.analysis.explain import disagreement, explain, refine_status
-from explorer.analysis.probe import Probe, failure_record, run_probes, warm_worker
+from explorer.analysis.probe import (
+    Probe,
+    failure_record,
+    record_detail,
+    record_phase,
+    run_probes,
+    warm_worker,
+)
 from explorer.analysis.registry import REGISTRY_DEVICE, Registry, get_registry, registry_device
 from explorer.backends.base import MODES
 from explorer.outcome import Status
@@ -49,6 +56,7 @@ EXTRA_DEFAULTS: dict[str, Any] = {
     "declared": None,
     "disagreement": "",
     "detail": "",
+    "phase": "",
     "workaround_how": "",
     "ran_on": None,
     "result_dtype": None,
@@ -71,7 +79,7 @@ class AvailabilityResult:
     environment: dict[str, Any] = field(default_factory=dict)
     #: wall-clock seconds the sweep took
     seconds: float = 0.0
-    #: probes actually run (not from the cache)
+    #: probes actually run now (not from the cache; rows of backends not installed are neither)
     probed: int = 0
     #: probe rows taken from the cache
     cached: int = 0
@@ -92,7 +100,13 @@ class AvailabilityResult:
         return AvailabilityResult(rows, self.environment, self.seconds, self.probed, self.cached)
 
 
+#: types a row value already has when it needs no conversion (the common case, checked first)
+_PLAIN_TYPES = frozenset({str, bool, int, type(None)})
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in _PLAIN_TYPES:
+        return value
     if hasattr(value, "item"):
         return value.item()
     if isinstance(value, float) and value != value:  # NaN from pandas
@@ -346,23 +360,26 @@ def availability(
     env_key = envcache.environment_key(env)
     with probe_cache.open_store() as store:
         wanted = {p.key for p in probes}
-        records: dict[str, dict[str, Any]] = store.load(env_key, wanted) if use_cache and probes else {}
+        stored = store.load(env_key, wanted) if use_cache and probes else {}
+        records: dict[str, dict[str, Any]] = dict(stored)
         fresh: set[str] = set()
-
-        def keep(key: str, record: dict[str, Any]) -> None:
-            """Save each record as it arrives (an interrupted sweep keeps what finished)."""
-            records[key] = record
-            fresh.add(key)
-            store.save(env_key, key, record)
-
+        installed = {b: get_backend(b).is_installed() for b in {p.backend for p in probes}}
         todo = list({p.key: p for p in probes if p.key not in records}.values())
-        for p in todo:
-            if not get_backend(p.backend).is_installed():
-                keep(p.key, failure_record(Status.NOT_INSTALLED, f"{p.backend} is not installed"))
-        remote = [p for p in todo if p.key not in fresh]
+        local = {p.key for p in todo if not installed[p.backend]}
+        for p in todo:  # nothing to run: recorded here, never stored, counted neither probed nor cached
+            if p.key in local:
+                records[p.key] = failure_record(Status.NOT_INSTALLED, f"{p.backend} is not installed")
+        remote = [p for p in todo if installed[p.backend]]
         if remote:
             places = {p.key: _kernel_places(reg, p) for p in remote if p.backend == "tensorflow"}
             bar = _progress_bar(len(remote), progress)
+
+            def keep(key: str, record: dict[str, Any]) -> None:
+                """Save each record as it arrives (an interrupted sweep keeps what finished)."""
+                records[key] = record
+                fresh.add(key)
+                store.save(env_key, key, record)
+
             try:
                 got = run_probes(
                     remote,
@@ -383,7 +400,8 @@ def availability(
             store.save_devices(env_key, device_info)
     by_name = {t.name: t for t in targets}
     for p in probes:
-        rows.append(_probe_row(p, by_name[p.op], records[p.key], reg, cached=p.key not in fresh))
+        cached = p.key not in fresh and p.key not in local
+        rows.append(_probe_row(p, by_name[p.op], records[p.key], reg, cached=cached))
     import pandas as pd
 
     frame = pd.DataFrame(rows, columns=list(ROW_KEYS) + list(EXTRA_KEYS))
@@ -398,7 +416,7 @@ def availability(
         environment,
         time.perf_counter() - start,
         probed=len(fresh),
-        cached=sum(p.key not in fresh for p in probes),
+        cached=sum(p.key not in fresh and p.key not in local for p in probes),
     )
 
 
@@ -444,7 +462,8 @@ def _probe_row(p: Probe, t: Target, record: dict[str, Any], reg: Registry, cache
     row.update(
         status=status,
         error=record.get("error", ""),
-        detail=record.get("detail", ""),
+        detail=record_detail(record),
+        phase=record_phase(record),
         ran_on=record.get("ran_on"),
         result_dtype=record.get("result_dtype"),
         seconds=float(record.get("seconds") or 0.0),

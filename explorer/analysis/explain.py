@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from explorer.analysis.registry import REGISTRY_DEVICE, Registry, registry_device
-from explorer.outcome import Status
+from explorer.outcome import Phase, Status
 
 #: how error texts name the raw op that failed
 _FAILING_OP = (
@@ -25,11 +25,16 @@ _MODE_WORDS = {"eager": "eagerly", "xla": "under XLA", "registry": "in the regis
 
 
 def failing_raw_op(error: str) -> str | None:
-    """The raw op an error message names as the one that failed, or None."""
+    """The raw op an error message names as the one that failed, or None (a traced function's
+    name, ``[Op:__inference_...]``, is not a raw op).
+
+    >>> failing_raw_op("Invalid type for Range half [Op:__inference_px_range_12]") is None
+    True
+    """
     for pattern in _FAILING_OP:
-        match = pattern.search(error)
-        if match:
-            return match.group(1)
+        for match in pattern.finditer(error):
+            if not match.group(1).startswith("__inference_"):
+                return match.group(1)
     return None
 
 
@@ -111,21 +116,62 @@ def explain(row: dict[str, Any], reg: Registry | None) -> str:
                 f"{backend} has no {dtype} support for {op}: {first[0] if first else ''}".rstrip(": ") + "."
             )
         return f"{op} in {dtype} failed with {backend}: {first[0] if first else 'no message'}."
+    return _failure_sentence(row, reg, how)
+
+
+#: where a failed run stopped (see :class:`explorer.outcome.Phase`), as words after "failed"
+_WHERE = {
+    Phase.OP_BUILD.value: ", while building the op, before any kernel was looked up",
+    Phase.XLA_COMPILE.value: ", in XLA's compiler (the graph was built, but lowering it to HLO failed)",
+    Phase.KERNEL_LOOKUP.value: ", at kernel lookup",
+    Phase.KERNEL_RUN.value: ", when its kernel ran",
+}
+#: why a run failed although the registry declares the kernel, by the phase it failed in
+_DECLARED_YET = {
+    Phase.OP_BUILD.value: "The op could not even be built: {detail}.",
+    Phase.XLA_COMPILE.value: "The XLA kernel is registered for {dtype}, but XLA's lowering of it rejected "
+    "{dtype} while compiling.",
+    Phase.KERNEL_LOOKUP.value: "No kernel was found at run time all the same.",
+    Phase.KERNEL_RUN.value: "The kernel was found, but raised when it ran.",
+}
+#: phases the registry's sentence explains by itself when it declares no kernel or no such dtype
+#: ("registers no float16 kernel for it on CPU", "does not accept bfloat16 at all")
+_SAID_BY_REGISTRY = (Phase.OP_BUILD.value, Phase.KERNEL_LOOKUP.value)
+#: the failure is in the graph builder (shape inference), which tf.function runs with or without XLA
+_GRAPH_BUILDER = "graph builder"
+
+
+def _failure_sentence(row: dict[str, Any], reg: Registry, how: str) -> str:
+    """The explanation of a failed TensorFlow run: where it failed (its phase) and what the
+    registry declares for the raw op that failed."""
+    op, dtype, device, mode = row["op"], row["dtype"], row["device"], row["mode"]
+    phase, detail = row.get("phase") or "", row.get("detail") or ""
     raw = failing_raw_op(row.get("error", "")) or ""
     catalog_raws = [r for r in row.get("raw_op", "").split(",") if r]
     failing = raw if reg.has_op(raw) else (catalog_raws[0] if catalog_raws else "")
     dev_type = registry_device(device, mode)
     prefix = f"{row.get('tf_public') or op} in {dtype} on {device} {how} failed"
+    where = _WHERE.get(phase, "")
+    first = row.get("error", "").strip().splitlines()[0] if row.get("error", "").strip() else ""
+    after = ""
+    if phase == Phase.OP_BUILD.value and mode == "xla" and _GRAPH_BUILDER in detail:
+        after = (
+            " Tracing builds the same graph with or without XLA, so a plain tf.function "
+            "(no jit_compile) fails the same way."
+        )
     if failing and reg.has_op(failing):
         inside = "" if failing in catalog_raws else f" inside {op} (not its main op {_join(catalog_raws)})"
         said = declared_sentence(reg, failing, dtype, dev_type)
         if reg.declared(failing, dtype, dev_type) is Status.OK:
-            return (
-                f"{prefix} in {failing}{inside} although the registry declares a kernel: {said} "
-                f"The kernel exists, but rejected the dtype when run."
+            why = _DECLARED_YET.get(phase, "It failed all the same: {detail}.").format(
+                dtype=dtype, detail=(detail or first).rstrip(".")
             )
-        return f"{prefix} in {failing}{inside}: {said}"
-    return f"{prefix}: {row.get('error', '').strip().splitlines()[0] if row.get('error') else ''}"
+            declared = f"although the registry declares a kernel: {said}"
+            return f"{prefix} in {failing}{inside}{where}, {declared} {why}{after}"
+        if phase in _SAID_BY_REGISTRY:  # the registry's sentence names the mechanism itself
+            where = ""
+        return f"{prefix} in {failing}{inside}{where}: {said}{after}"
+    return f"{prefix}{where}: {first}{after}"
 
 
 def refine_status(status: str, error: str, reg: Registry | None, dtype: str, device: str, mode: str) -> str:
@@ -133,9 +179,9 @@ def refine_status(status: str, error: str, reg: Registry | None, dtype: str, dev
 
     The raw op the error names decides: ``unsupported_dtype`` when its signature
     excludes the dtype, ``no_kernel`` when it allows it but no kernel is registered
-    for the device type, and ``error`` when a kernel *is* registered (it was found,
-    but rejected the dtype when run, e.g. XLA's "Unsupported dtype").  Without a
-    named op the text-based status stays."""
+    for the device type, and ``error`` when a kernel *is* registered (the run failed
+    elsewhere: the row's phase says where).  Without a named op the text-based status
+    stays."""
     if reg is None or status not in (
         Status.NO_KERNEL.value,
         Status.UNSUPPORTED_DTYPE.value,

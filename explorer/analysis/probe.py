@@ -11,10 +11,10 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from explorer.outcome import Status
+from explorer.outcome import Phase, Status
 
 if TYPE_CHECKING:
     from explorer.sandbox import ItemResult, Sandbox
@@ -26,6 +26,20 @@ XLA_FLAGS_ENV = "PX_PROBE_XLA_FLAGS"
 DEFAULT_PROBE_XLA_FLAGS = "--xla_backend_optimization_level=0"
 
 
+#: environment variable: set to 1 to let the TensorFlow probe workers import Keras
+KERAS_ENV = "PX_PROBE_KERAS"
+#: environment variable: how many workers run TensorFlow's probes (default: see probe_workers)
+PROBE_WORKERS_ENV = "PX_PROBE_WORKERS"
+#: environment variable: set to 1 to compile and run every XLA probe instead of lowering it to HLO
+EXECUTE_XLA_ENV = "PX_PROBE_XLA_EXECUTE"
+#: whether XLA probes compile and run (True) or stop after lowering to HLO (False, the default:
+#: ``benchmarks/bench_catalog_sweep.py --prove-lowering`` shows both give the same records)
+EXECUTE_XLA = os.environ.get(EXECUTE_XLA_ENV) == "1"
+#: devices where lowering was compared with compiling and running over the whole catalog (every
+#: cell the same, TensorFlow 2.21); XLA probes on other devices compile and run
+LOWERING_PROVEN_ON: tuple[str, ...] = ("CPU",)
+
+
 def worker_key(backend: str) -> str:
     """The sandbox worker that runs a backend's availability probes (TensorFlow gets its own,
     started with the probe XLA flags; the others share the backend's worker)."""
@@ -33,9 +47,16 @@ def worker_key(backend: str) -> str:
 
 
 def init_worker(backend: str, xla_flags: str) -> list[str]:
-    """Worker side: set the XLA flags (unless XLA_FLAGS is set) and import the framework."""
+    """Worker side: set the XLA flags (unless XLA_FLAGS is set) and import the framework.
+
+    Several TensorFlow probe workers may share a GPU: each takes GPU memory as it needs it
+    (``TF_FORCE_GPU_ALLOW_GROWTH``, unless set) instead of all of it at start."""
     if xla_flags and "XLA_FLAGS" not in os.environ:
         os.environ["XLA_FLAGS"] = xla_flags
+    if backend == "tensorflow":
+        os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+        if os.environ.get(KERAS_ENV) != "1":
+            _without_keras()
     from explorer.sandbox import warm_backend
 
     devices = warm_backend(backend)
@@ -44,6 +65,19 @@ def init_worker(backend: str, xla_flags: str) -> list[str]:
 
         import_tensorflow().get_logger().setLevel("ERROR")  # no retracing chatter per probe
     return devices
+
+
+def _without_keras() -> None:
+    """Keep TensorFlow from importing Keras in this process (it does so eagerly at import, which
+    takes about as long as the rest of TensorFlow): ``keras`` becomes an empty module.  No
+    catalog op and no workaround uses Keras; ``tf.keras`` does not work in this process."""
+    import sys
+    import types
+
+    if "keras" not in sys.modules and "tensorflow" not in sys.modules:
+        stub = types.ModuleType("keras", "not loaded in the probe worker (see explorer.analysis.probe)")
+        stub.__spec__ = None
+        sys.modules["keras"] = stub
 
 
 def _worker_setup(backend: str) -> functools.partial[list[str]]:
@@ -74,7 +108,7 @@ class Probe:
     @property
     def key(self) -> str:
         """``"tensorflow|range|float16|CPU|eager"``: the cache key within one environment."""
-        return "|".join(astuple(self))
+        return f"{self.backend}|{self.op}|{self.dtype}|{self.device}|{self.mode}"
 
 
 def probe_record(
@@ -87,15 +121,21 @@ def probe_record(
     the first candidate workaround that returns the requested dtype is attached."""
     from explorer.analysis.workarounds import candidates, first_working
     from explorer.backends import get_backend
+    from explorer.ops import get_op
 
     backend = get_backend(probe.backend)
-    outcome = backend.run(probe.op, probe.dtype, device=probe.device, mode=probe.mode, seed=seed)
+    execute = EXECUTE_XLA or probe.device not in LOWERING_PROVEN_ON
+    outcome = backend.run(
+        probe.op, probe.dtype, device=probe.device, mode=probe.mode, seed=seed, execute=execute
+    )
     record: dict[str, Any] = {
         "status": outcome.status.value,
         "error": outcome.error,
         "detail": outcome.detail,
         "ran_on": outcome.device,
-        "result_dtype": None if outcome.result is None else str(outcome.result.dtype),
+        "result_dtype": outcome.extra.get("result_dtype")
+        if outcome.result is None
+        else str(outcome.result.dtype),
         "seconds": float(outcome.extra.get("seconds", 0.0)),
         "workaround": "",
         "workaround_how": "",
@@ -111,10 +151,10 @@ def probe_record(
         if probe.backend == "tensorflow" and not _tf_can_cast(probe.dtype, present[0] if present else "CPU"):
             options = [o for o in options if "then cast to" not in o[0]]
             skipped = f"TensorFlow cannot cast float32 to {probe.dtype} here, so computing wide cannot help"
-        how, code, failures = first_working(options, probe.dtype)
+        how, code, failures = first_working(options, probe.dtype if get_op(probe.op).float_output else None)
         failures = "; ".join(f for f in (failures, skipped) if f)
         record.update(workaround=code, workaround_how=how, workaround_failures=failures)
-    return record
+    return with_phase(record, outcome.phase.value)
 
 
 _CASTS: dict[tuple[str, str], bool] = {}
@@ -152,7 +192,7 @@ def probe_in_worker(probe: Probe, seed: int, places: dict[str, list[tuple[str, s
 
 def failure_record(status: Status, error: str) -> dict[str, Any]:
     """The record of a probe that did not run: its worker died or hung, or its backend is missing."""
-    return {
+    record = {
         "status": status.value,
         "error": error,
         "detail": "",
@@ -163,6 +203,44 @@ def failure_record(status: Status, error: str) -> dict[str, Any]:
         "workaround_how": "",
         "workaround_failures": "",
     }
+    return with_phase(record, Phase.UNKNOWN.value)
+
+
+#: how a record's phase travels at the start of its ``detail`` while the probe store has no
+#: field of its own for it (see :func:`with_phase`)
+_PHASE_HEAD = "[phase "
+
+
+def with_phase(record: dict[str, Any], phase: str) -> dict[str, Any]:
+    """``record`` with its phase: in a field of its own where the probe store's record schema
+    has one (``probe_cache.RECORD_FIELDS``), else at the start of ``detail``, so that every
+    record stays one the store keeps.  :func:`record_phase` and :func:`record_detail` read both.
+
+    >>> r = with_phase({"status": "error", "detail": "XLA could not lower it"}, "xla_compile")
+    >>> record_phase(r), record_detail(r)
+    ('xla_compile', 'XLA could not lower it')
+    """
+    from explorer.analysis.probe_cache import RECORD_FIELDS
+
+    if "phase" in RECORD_FIELDS:
+        return {**record, "phase": phase}
+    return {**record, "detail": f"{_PHASE_HEAD}{phase}] {record.get('detail', '')}"}
+
+
+def record_phase(record: dict[str, Any]) -> str:
+    """The phase a probe record holds ("" when it has none)."""
+    if "phase" in record:
+        return str(record["phase"])
+    detail = str(record.get("detail", ""))
+    return detail[len(_PHASE_HEAD) :].split("] ", 1)[0] if detail.startswith(_PHASE_HEAD) else ""
+
+
+def record_detail(record: dict[str, Any]) -> str:
+    """A probe record's detail, without the phase :func:`with_phase` may have put at its start."""
+    detail = str(record.get("detail", ""))
+    if "phase" not in record and detail.startswith(_PHASE_HEAD) and "] " in detail:
+        return detail.split("] ", 1)[1]
+    return detail
 
 
 def run_probes(
@@ -176,49 +254,68 @@ def run_probes(
 ) -> dict[str, dict[str, Any]]:
     """Run probes in their backends' sandbox workers; returns records by probe key.
 
-    Each probe has ``probe_timeout`` seconds.  A crash or hang costs only the probe it
-    happened in (recorded as ``crashed`` or ``timeout``); the rest go on in a fresh
-    worker.  As each record arrives, ``on_record(key, record)`` is called with it and
-    ``on_progress(1)``.
+    Every backend's probes run at the same time, TensorFlow's shared among
+    :func:`probe_workers` workers.  Each probe has ``probe_timeout`` seconds.  A crash or
+    hang costs only the probe it happened in (recorded as ``crashed`` or ``timeout``); the
+    rest go on in a fresh worker.  As each record arrives, ``on_record(key, record)`` is
+    called with it and ``on_progress(1)`` (in the calling thread).
 
     >>> records = run_probes([Probe("numpy", "exp", "float16", "CPU", "eager")])
     >>> records["numpy|exp|float16|CPU|eager"]["status"]
     'ok'
     """
-    from explorer.sandbox import check_timeout, default_sandbox
+    from explorer.sandbox import Group, check_timeout, default_sandbox
 
     probe_timeout = check_timeout(probe_timeout, "probe_timeout")
     box = sandbox if sandbox is not None else default_sandbox()
-    results: dict[str, dict[str, Any]] = {}
+    places = places or {}
     by_backend: dict[str, list[Probe]] = {}
     for p in probes:
         by_backend.setdefault(p.backend, []).append(p)
-    for backend, todo in by_backend.items():
+    todo = list(by_backend.values())
+    groups = [
+        Group(worker_keys(backend), [(p, places.get(p.key)) for p in group], _worker_setup(backend))
+        for backend, group in by_backend.items()
+    ]
+    results: dict[str, dict[str, Any]] = {}
 
-        def deliver(result: ItemResult, todo: list[Probe] = todo) -> None:
-            key = todo[result.index].key
-            results[key] = _record_of(result, probe_timeout)
-            if on_record is not None:
-                on_record(key, results[key])
-            if on_progress is not None:
-                on_progress(1)
+    def deliver(group: int, result: ItemResult) -> None:
+        key = todo[group][result.index].key
+        results[key] = _record_of(result, probe_timeout)
+        if on_record is not None:
+            on_record(key, results[key])
+        if on_progress is not None:
+            on_progress(1)
 
-        box.map(
-            worker_key(backend),
-            functools.partial(probe_in_worker, seed=seed, places=_places_of(todo, places or {})),
-            todo,
-            probe_timeout,
-            on_result=deliver,
-            setup=_worker_setup(backend),
-        )
+    box.map_parallel(functools.partial(probe_item, seed=seed), groups, probe_timeout, on_result=deliver)
     return results
 
 
-def _places_of(
-    probes: list[Probe], places: dict[str, list[tuple[str, str]]]
-) -> dict[str, list[tuple[str, str]]]:
-    """The part of ``places`` that concerns ``probes`` (what their worker is sent)."""
-    return {p.key: places[p.key] for p in probes if p.key in places}
+def probe_workers(backend: str) -> int:
+    """How many workers run ``backend``'s probes: for TensorFlow ``$PX_PROBE_WORKERS``, else as
+    many as there are CPU cores, at most 2 (one TensorFlow worker needs ~0.7 GB); one for the others."""
+    if backend != "tensorflow":
+        return 1
+    value = os.environ.get(PROBE_WORKERS_ENV, "")
+    if value.strip().isdigit() and int(value) >= 1:
+        return int(value)
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def worker_keys(backend: str) -> tuple[str, ...]:
+    """The sandbox workers that share ``backend``'s probes (the first is :func:`worker_key`).
+
+    >>> worker_keys("numpy")
+    ('numpy',)
+    """
+    first = worker_key(backend)
+    return (first, *(f"{first}-{n}" for n in range(2, probe_workers(backend) + 1)))
+
+
+def probe_item(item: tuple[Probe, list[tuple[str, str]] | None], seed: int) -> dict[str, Any]:
+    """Worker side: :func:`probe_in_worker` for one ``(probe, kernel places)`` item."""
+    probe, places = item
+    return probe_in_worker(probe, seed, {probe.key: places} if places is not None else {})
 
 
 def _record_of(result: ItemResult, probe_timeout: float) -> dict[str, Any]:

@@ -22,7 +22,8 @@ The rules:
 
   - ``backend`` one of ``BACKEND_NAMES``; ``dtype`` one of ``FORMAT_NAMES``; ``device`` one
     of :data:`DEVICE_NAMES`; ``mode`` one of ``registry``, ``eager``, ``xla``; ``status``
-    one of ``STATUSES``; ``declared`` one of ``STATUSES`` or null;
+    one of ``STATUSES``; ``declared`` one of ``STATUSES`` or null; ``phase`` one of ``PHASES``
+    or null (``""`` when not known; snapshots written before it was a column load with ``""``);
   - names (``op`` non-empty, ``raw_op`` a comma-separated list, ``group``, ``tf_public``,
     ``ran_on`` and ``result_dtype``, the last two nullable): strings of at most
     :data:`MAX_NAME_CHARS` (``raw_op``: :data:`MAX_RAW_OP_CHARS`) characters with no
@@ -48,7 +49,7 @@ from explorer.analysis.availability import AVAILABILITY_MODES, EXTRA_DEFAULTS, E
 from explorer.analysis.registry import COMPUTE_DEVICE_TYPES, REGISTRY_DEVICE
 from explorer.backends import BACKEND_NAMES, DEVICE_TYPES
 from explorer.formats import FORMAT_NAMES
-from explorer.outcome import STATUSES
+from explorer.outcome import PHASES, STATUSES
 from explorer.textsafety import strip_control
 
 KIND = "precision-explorer/kernels"
@@ -216,6 +217,7 @@ COLUMNS: dict[str, Check] = {
     "declared": _choice(STATUSES, "a status", nullable=True),
     "disagreement": _text,
     "detail": _text,
+    "phase": _choice(PHASES, "a phase", nullable=True),
     "workaround_how": _text,
     "ran_on": _name(MAX_NAME_CHARS, nullable=True),
     "result_dtype": _name(MAX_NAME_CHARS, nullable=True),

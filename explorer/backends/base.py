@@ -10,7 +10,7 @@ import numpy as np
 
 from explorer.formats import Format, resolve
 from explorer.ops import Op, get_op
-from explorer.outcome import Outcome, Status
+from explorer.outcome import Outcome, Phase, Status
 
 #: Device types a user may ask for.
 DEVICE_TYPES: tuple[str, ...] = ("CPU", "GPU")
@@ -70,6 +70,10 @@ class Backend(ABC):
     def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         """Run ``op`` on inputs (float64) in ``fmt``; the checks are already done."""
 
+    def _probe(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
+        """Whether ``op`` runs (``Backend.run(..., execute=False)``); by default it is run."""
+        return self._run(op, inputs, fmt, device, mode)
+
     def run(
         self,
         op: str | Op,
@@ -78,11 +82,16 @@ class Backend(ABC):
         mode: str = "eager",
         inputs: tuple[np.ndarray, ...] | None = None,
         seed: int = 0,
+        execute: bool = True,
     ) -> Outcome:
         """Run ``op`` in format ``fmt`` on ``device``; never raises for a failed run.
 
         Bad names (op, format, device, mode) raise ValueError; everything that
-        goes wrong while running becomes the Outcome's status and error.
+        goes wrong while running becomes the Outcome's status and error, and the
+        Outcome's phase says which step failed.  ``execute=False`` asks only
+        whether the op *would* run (availability): a backend may then answer without
+        computing a result (TensorFlow lowers an XLA probe to HLO and stops there;
+        the result is None); eager runs always execute.
         """
         op = get_op(op)
         fmt = resolve(fmt)
@@ -110,13 +119,23 @@ class Backend(ABC):
             )
         if not self.supports_format(fmt):
             return Outcome(
-                Status.UNSUPPORTED_DTYPE, error=f"{self.name} has no {fmt.name} dtype", extra=extra
+                Status.UNSUPPORTED_DTYPE,
+                error=f"{self.name} has no {fmt.name} dtype",
+                detail=f"{self.name} has no {fmt.name} dtype, so no op can be built in it",
+                phase=Phase.OP_BUILD,
+                extra=extra,
             )
         start = time.perf_counter()
         try:
-            outcome = self._run(op, inputs, fmt, device, mode)
+            outcome = (
+                self._run(op, inputs, fmt, device, mode)
+                if execute
+                else self._probe(op, inputs, fmt, device, mode)
+            )
         except Exception as exc:  # a failed run is an outcome, never an exception
             outcome = Outcome(Status.ERROR, error=f"{type(exc).__name__}: {exc}")
+        if outcome.ran and outcome.phase is Phase.UNKNOWN:
+            outcome.phase = Phase.OK
         outcome.extra.update(extra)
         outcome.extra["seconds"] = time.perf_counter() - start
         return outcome
