@@ -262,6 +262,7 @@ CORRUPT_RECORDS: dict[str, Any] = {
     # forged: a valid HMAC, so the schema alone must catch them
     "a string": lambda cache: forge(cache, NOT_OK, '"ok"'),
     "unknown status": lambda cache: forge(cache, NOT_OK, _record(cache, status="maybe")),
+    "unknown phase": lambda cache: forge(cache, NOT_OK, _record(cache, phase="somewhere")),
     "string seconds": lambda cache: forge(cache, NOT_OK, _record(cache, seconds="0.5")),
     "integer seconds": lambda cache: forge(cache, NOT_OK, _record(cache, seconds=1)),
     "infinite seconds": lambda cache: forge(

@@ -26,8 +26,6 @@ from explorer.analysis.explain import disagreement, explain, refine_status
 from explorer.analysis.probe import (
     Probe,
     failure_record,
-    record_detail,
-    record_phase,
     run_probes,
     warm_worker,
 )
@@ -462,8 +460,8 @@ def _probe_row(p: Probe, t: Target, record: dict[str, Any], reg: Registry, cache
     row.update(
         status=status,
         error=record.get("error", ""),
-        detail=record_detail(record),
-        phase=record_phase(record),
+        detail=record["detail"],
+        phase=record["phase"],
         ran_on=record.get("ran_on"),
         result_dtype=record.get("result_dtype"),
         seconds=float(record.get("seconds") or 0.0),

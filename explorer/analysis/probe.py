@@ -206,41 +206,13 @@ def failure_record(status: Status, error: str) -> dict[str, Any]:
     return with_phase(record, Phase.UNKNOWN.value)
 
 
-#: how a record's phase travels at the start of its ``detail`` while the probe store has no
-#: field of its own for it (see :func:`with_phase`)
-_PHASE_HEAD = "[phase "
-
-
 def with_phase(record: dict[str, Any], phase: str) -> dict[str, Any]:
-    """``record`` with its phase: in a field of its own where the probe store's record schema
-    has one (``probe_cache.RECORD_FIELDS``), else at the start of ``detail``, so that every
-    record stays one the store keeps.  :func:`record_phase` and :func:`record_detail` read both.
+    """``record`` with its phase (a :class:`~explorer.outcome.Phase` value).
 
-    >>> r = with_phase({"status": "error", "detail": "XLA could not lower it"}, "xla_compile")
-    >>> record_phase(r), record_detail(r)
-    ('xla_compile', 'XLA could not lower it')
+    >>> with_phase({"status": "error"}, "xla_compile")
+    {'status': 'error', 'phase': 'xla_compile'}
     """
-    from explorer.analysis.probe_cache import RECORD_FIELDS
-
-    if "phase" in RECORD_FIELDS:
-        return {**record, "phase": phase}
-    return {**record, "detail": f"{_PHASE_HEAD}{phase}] {record.get('detail', '')}"}
-
-
-def record_phase(record: dict[str, Any]) -> str:
-    """The phase a probe record holds ("" when it has none)."""
-    if "phase" in record:
-        return str(record["phase"])
-    detail = str(record.get("detail", ""))
-    return detail[len(_PHASE_HEAD) :].split("] ", 1)[0] if detail.startswith(_PHASE_HEAD) else ""
-
-
-def record_detail(record: dict[str, Any]) -> str:
-    """A probe record's detail, without the phase :func:`with_phase` may have put at its start."""
-    detail = str(record.get("detail", ""))
-    if "phase" not in record and detail.startswith(_PHASE_HEAD) and "] " in detail:
-        return detail.split("] ", 1)[1]
-    return detail
+    return {**record, "phase": phase}
 
 
 def run_probes(

@@ -44,7 +44,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from explorer.analysis import envcache
-from explorer.outcome import STATUSES
+from explorer.outcome import PHASES, STATUSES
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ DB_NAME = "probes.sqlite3"
 #: the secret the record HMACs are computed with (created 0600 beside the database)
 KEY_NAME = "probes.key"
 #: ``PRAGMA user_version`` of the schema below; another value means rebuild
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: seconds a writer waits for another one's transaction
 BUSY_TIMEOUT = 30.0
 #: the longest text a record field may hold (errors and workaround notes can be long)
@@ -91,6 +91,7 @@ RECORD_FIELDS: dict[str, tuple[type, ...]] = {
     "workaround": (str,),
     "workaround_how": (str,),
     "workaround_failures": (str,),
+    "phase": (str,),
 }
 _SHORT_FIELDS = ("status", "ran_on", "result_dtype")
 
@@ -116,6 +117,8 @@ def record_problem(record: Any) -> str:
             return f"has {len(value)} characters in {name!r} (at most {limit})"
     if record["status"] not in STATUSES:
         return f"has unknown status {record['status'][:40]!r}"
+    if record["phase"] not in PHASES:
+        return f"has unknown phase {record['phase'][:40]!r}"
     if not (math.isfinite(record["seconds"]) and record["seconds"] >= 0):
         return f"has seconds {record['seconds']!r}"
     return ""
@@ -242,6 +245,9 @@ class ProbeStore:
         try:
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 conn.execute("PRAGMA journal_mode = WAL")
+            # WAL with synchronous NORMAL: a record survives the process being killed (it is in
+            # the WAL when save returns); only a power cut can lose the last ones
+            conn.execute("PRAGMA synchronous = NORMAL")
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                 conn.execute("BEGIN IMMEDIATE")
                 version = conn.execute("PRAGMA user_version").fetchone()[0]

@@ -21,7 +21,7 @@ JSON_RESULT = (
     "(tf_version, registry_source)"
 )
 
-TABLE_COLUMNS = ["backend", "op", "raw_op", "dtype", "device", "mode", "status", "explanation"]
+TABLE_COLUMNS = ["backend", "op", "raw_op", "dtype", "device", "mode", "status", "phase", "explanation"]
 #: dtypes of ``--history`` without ``--dtype``
 HISTORY_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
 #: longest time one probe may be given (seconds)
@@ -249,7 +249,10 @@ def run(args: argparse.Namespace) -> int:
     failing = [r for r in rows if r["status"] != "ok" and r["mode"] != "registry"]
     if args.full or 0 < len(failing) <= 6:
         for r in failing:
-            print(f"\n--- {r['backend']} {r['op']} {r['dtype']} {r['device']} {r['mode']}: {r['status']}")
+            where = f" (failed at {r['phase']})" if r.get("phase") and r["phase"] != "ok" else ""
+            print(
+                f"\n--- {r['backend']} {r['op']} {r['dtype']} {r['device']} {r['mode']}: {r['status']}{where}"
+            )
             if r["error"]:
                 text = r["error"] if args.full else r["error"].strip().splitlines()[0]
                 print(f"error: {text}")
@@ -297,6 +300,14 @@ def _print_save_summary(rows: list[dict[str, Any]], result: Any, path: str) -> N
     if table:
         print_table(table, ["backend", "mode", "rows", *statuses])
         print()
+    phases = Counter((r["mode"], r.get("phase") or "") for r in rows if r["mode"] != "registry")
+    failed = {k: n for k, n in phases.items() if k[1] not in ("", "ok")}
+    if failed:
+        print(
+            "failed at: "
+            + "; ".join(f"{mode} {phase} {n}" for (mode, phase), n in sorted(failed.items()))
+            + " (phases: see explorer.outcome.Phase)"
+        )
     print(safe_text(_footer(rows, result)))
     print(safe_text(f"saved {len(rows)} rows to {path}"))
 

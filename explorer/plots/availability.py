@@ -23,6 +23,7 @@ STATUS_COLORS: dict[str, str] = {
     "crashed": "#000000",
     "timeout": "#542788",
     "error": "#fdae61",
+    "wrong_result": "#e7298a",  # loud: it ran, and the answer is silently wrong
 }
 #: colour of cells with no row (op not asked for in that dtype)
 EMPTY_COLOR = "#ffffff"
@@ -249,7 +250,9 @@ def styled_table(
         if not isinstance(status, str):
             return ""
         text = (
-            "white" if status in ("no_kernel", "unsupported_dtype", "crashed", "timeout", "ok") else "black"
+            "white"
+            if status in ("no_kernel", "unsupported_dtype", "crashed", "timeout", "ok", "wrong_result")
+            else "black"
         )
         return f"background-color: {STATUS_COLORS.get(status, EMPTY_COLOR)}; color: {text}"
 
