@@ -146,3 +146,41 @@ def test_first_working_runs_every_candidate_and_offers_only_one_that_works() -> 
     assert (how, code) == ("", "")
     assert "broken: AttributeError" in failures and "wrong: came back in float32" in failures
     assert first_working([("wrong", wrong)], None)[:2] == ("wrong", wrong)  # any dtype will do
+
+
+def _undefined_names(code: str) -> set[str]:
+    """Names the code reads that nothing in it defines (nor Python's builtins): a workaround that
+    cannot be run here (PyTorch, JAX) must at least name nothing but its framework and its inputs."""
+    import ast
+    import builtins
+
+    tree = ast.parse(code)
+    defined = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.alias):
+            defined.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+    loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return loaded - defined
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_pytorch_and_jax_code_names_only_its_framework_and_inputs(framework: str) -> None:
+    from explorer.analysis.workarounds import jax_code, torch_code
+    from explorer.ops import catalog
+
+    bad = {}
+    for name, op in catalog().items():
+        if (op.torch if framework == "torch" else op.numpy) is None:
+            continue
+        for compute in (None, "float32"):
+            code = (
+                torch_code(name, "float16", compute=compute)
+                if framework == "torch"
+                else jax_code(name, "float16", compute=compute)
+            )
+            missing = _undefined_names(code)
+            if missing or "explorer" in code:
+                bad[(name, compute)] = sorted(missing)
+    assert not bad, bad

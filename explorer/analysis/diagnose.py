@@ -20,16 +20,12 @@ import importlib.metadata
 import importlib.util
 from typing import Any
 
-import numpy as np
-
-from explorer.analysis.error_text import ParsedError, looked_for, parse_error, trace_call
+from explorer.analysis.error_text import ParsedError, looked_for, parse_error
 
 #: registry device types a history can be asked for
 _HISTORY_DEVICES = ("CPU", "GPU", "XLA_CPU_JIT", "XLA_GPU_JIT")
 #: seconds a workaround may run in its sandbox worker
 WORKAROUND_TIMEOUT = 120.0
-#: inputs with more values than this are written as an evenly spaced range, not value by value
-_LITERAL_VALUES = 64
 _FRAMEWORK_WORDS = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
 _PACKAGES = {"tensorflow": "tensorflow", "torch": "torch", "jax": "jax"}
 #: the kinds of TensorFlow error that mean "no kernel for this dtype on this device"
@@ -295,60 +291,29 @@ def _tf_candidates(parsed: ParsedError, op: Any, dtype: str, device: str | None)
     return [(cast, tensorflow_code(op.name, dtype, run_on, "eager", compute=wide))]
 
 
-def _input_source(x: np.ndarray, fmt: Any, literal: str, spaced: str) -> str:
-    """Python source of an example input rounded to ``fmt``: its values (``literal`` with
-    ``{values}``), or for large inputs an evenly spaced range over the same interval (``spaced``
-    with ``{lo}``, ``{hi}``, ``{n}``, ``{shape}``), which stays in an elementwise op's domain."""
-    rounded = np.asarray(fmt.round(x), dtype=np.float64)
-    if rounded.size <= _LITERAL_VALUES:
-        return literal.format(values=repr(rounded.tolist()))
-    lo, hi = float(rounded.min()), float(rounded.max())
-    return spaced.format(lo=repr(lo), hi=repr(hi), n=rounded.size, shape=tuple(rounded.shape))
-
-
 def plain_code(framework: str, op_name: str, dtype: str, device: str | None = None) -> tuple[str, str]:
     """PyTorch or JAX code computing catalog op ``op_name`` in float32 on ``dtype`` inputs and casting
-    the result back to ``dtype``, with the op's public call; returns ``(code, "")`` or ``("", why)``.
+    the result back to ``dtype``, with the op's public call (:mod:`explorer.analysis.workarounds`);
+    returns ``(code, "")`` or ``("", why)``.
 
     >>> code, why = plain_code("torch", "log_softmax", "float16")
-    >>> "torch.log_softmax(w0, -1)" in code and why
+    >>> "torch.log_softmax(x.to(torch.float32), -1)" in code and why
     ''
     """
+    from explorer.analysis import workarounds
     from explorer.formats import resolve
     from explorer.ops import get_op
 
     op = get_op(op_name)
-    fmt = resolve(dtype)
-    wide = "float64" if fmt.name == "float32" else "float32"
-    if framework == "torch":
-        module, call, to_wide = "torch", op.torch, f".to(torch.{wide})"
-        header = ["import torch", ""]
-        where = ", device='cuda'" if device == "GPU" else ""
-        make = f"torch.tensor({{values}}, dtype=torch.{fmt.name}{where})"
-        linspace = f"torch.linspace({{lo}}, {{hi}}, {{n}}, dtype=torch.{fmt.name}{where}).reshape({{shape}})"
-        back = f".to(torch.{fmt.name})"
-    else:
-        module, call, to_wide = "jnp", op.numpy, f".astype(jnp.{wide})"
-        header = ["import jax.numpy as jnp", ""]
-        make = f"jnp.asarray({{values}}, dtype=jnp.{fmt.name})"
-        linspace = f"jnp.linspace({{lo}}, {{hi}}, {{n}}, dtype=jnp.{fmt.name}).reshape({{shape}})"
-        back = f".astype(jnp.{fmt.name})"
-    inputs = tuple(f"w{i}" for i in range(op.arity))
-    traced = trace_call(call, module, f"{module}.{wide}", inputs)
-    if traced is None:
+    name = resolve(dtype).name
+    wide = "float64" if name == "float32" else "float32"
+    try:
+        if framework == "torch":
+            return workarounds.torch_code(op.name, name, "cuda" if device == "GPU" else "cpu", wide), ""
+        return workarounds.jax_code(op.name, name, wide), ""
+    except ValueError:
         api = "PyTorch" if framework == "torch" else "NumPy-style (jax.numpy)"
         return "", f"the catalog has no {api} call for {op.name} to write code from"
-    lines = list(header)
-    if op.arity:
-        lines.append(f"# example {fmt.name} inputs (explorer's inputs for {op.name}); use yours")
-    for i, x in enumerate(op.inputs(seed=0)):
-        lines.append(f"x{i} = " + _input_source(x, fmt, make, linspace))
-    what = "create it in" if op.arity == 0 else "compute in"
-    lines.append(f"# {what} {wide}, then cast the result to {fmt.name}")
-    lines += [f"w{i} = x{i}{to_wide}" for i in range(op.arity)]
-    result = f"({traced.expression}){back}" if op.float_output else traced.expression
-    lines.append(f"result = {result}")
-    return "\n".join(lines) + "\n", ""
 
 
 def _workaround(parsed: ParsedError, op_name: str | None, run: bool) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from explorer.ops import Op, get_op
 #: wider dtypes tried, in order, when the requested one has no kernel
 WIDER: tuple[str, ...] = ("float32", "float64")
 #: the module name each framework's code uses
-MODULE = {"tf": "tf", "numpy": "np", "torch": "torch"}
+MODULE = {"tf": "tf", "numpy": "np", "torch": "torch", "jax": "jnp"}
 #: formats TensorFlow has as ``tf.<name>`` (the others are in ``tf.dtypes.experimental``)
 _TF_TOP_LEVEL = ("float16", "bfloat16", "float32", "float64")
 #: formats NumPy has itself (the others come from ml_dtypes)
@@ -66,6 +66,8 @@ def dtype_code(framework: str, name: str) -> str:
         return f"tf.{name}" if name in _TF_TOP_LEVEL else f"tf.dtypes.experimental.{name}"
     if framework == "numpy":
         return f"np.{name}" if name in _NUMPY_NATIVE else f"ml_dtypes.{name}"
+    if framework == "jax":
+        return f"jnp.{name}"
     return f"torch.{name}"
 
 
@@ -104,6 +106,8 @@ def _input_line(framework: str, name: str, values: np.ndarray, dtype: str) -> st
         return f"{name} = tf.constant(np.array({data}, dtype={dt}.as_numpy_dtype))"
     if framework == "numpy":
         return f"{name} = np.array({data}, dtype={dt})"
+    if framework == "jax":
+        return f"{name} = jnp.asarray({data}, dtype={dt})"
     return f"{name} = torch.tensor({data}, dtype={dt})"
 
 
@@ -123,7 +127,8 @@ class Call:
 
 
 def _function_of(op: Op, framework: str) -> Callable[..., Any] | None:
-    return {"tf": op.tf, "numpy": op.numpy, "torch": op.torch}[framework]
+    # JAX code is written from the NumPy call, with jax.numpy for np
+    return {"tf": op.tf, "numpy": op.numpy, "torch": op.torch, "jax": op.numpy}[framework]
 
 
 def call_source(op: str | Op, framework: str, dtype: str, wide: str | None = None) -> Call:
@@ -191,8 +196,9 @@ def _convert(framework: str, expr: str, dtype: str, array: bool = False) -> str:
     dt = dtype_code(framework, dtype)
     if framework == "tf":
         return f"tf.cast({expr}, {dt})"
-    if framework == "numpy":
-        return f"{expr}.astype({dt})" if array else f"np.asarray({expr}).astype({dt})"
+    if framework in ("numpy", "jax"):
+        module = MODULE[framework]
+        return f"{expr}.astype({dt})" if array else f"{module}.asarray({expr}).astype({dt})"
     return f"({expr}).to({dt})"
 
 
@@ -403,7 +409,14 @@ def _program(
         imports.append("import ml_dtypes")
     if framework == "numpy" or needs_np or re.search(r"\bnp\.", text):
         imports.append("import numpy as np")
-    imports.append({"tf": "import tensorflow as tf", "numpy": "", "torch": "import torch"}[framework])
+    imports.append(
+        {
+            "tf": "import tensorflow as tf",
+            "numpy": "",
+            "torch": "import torch",
+            "jax": "import jax.numpy as jnp",
+        }[framework]
+    )
     lines = [line for line in imports if line]
     lines += [""] + inputs + ([""] if inputs else [])
     if comment:
@@ -483,6 +496,22 @@ def torch_code(op: str, dtype: str, device: str = "cpu", compute: str | None = N
     body = [f'with torch.device("{device.lower()}"):']
     body += [f"    {line}" for line in call.lines] + [f"    result = {call.expr}"]
     return _program("torch", the_op, dtype, call, _wide_comment(the_op, dtype, wide, "convert"), body, False)
+
+
+@functools.lru_cache(maxsize=4096)
+def jax_code(op: str, dtype: str, compute: str | None = "float32") -> str:
+    """JAX code computing catalog ``op`` in ``compute`` (None: in ``dtype`` itself) on inputs in
+    ``dtype`` and converting the result to ``dtype``, written from the op's NumPy call with
+    ``jax.numpy`` (generated only: JAX is optional here).
+
+    >>> print(jax_code("exp", "bfloat16").splitlines()[-1])
+    result = jnp.asarray(jnp.exp(x.astype(jnp.float32))).astype(jnp.bfloat16)
+    """
+    the_op, dtype = _check(op, dtype)
+    wide = resolve(compute).name if compute is not None else None
+    call = call_source(the_op, "jax", dtype, wide)
+    body = [*call.lines, f"result = {call.expr}"]
+    return _program("jax", the_op, dtype, call, _wide_comment(the_op, dtype, wide, "convert"), body, False)
 
 
 def emulated_code(op: str, dtype: str) -> str:

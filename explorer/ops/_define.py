@@ -231,8 +231,3 @@ def sum_to_odd(a: Any, b: Any) -> np.ndarray:
     even = (np.atleast_1d(total).view(np.int64) & 1).reshape(total.shape) == 0
     toward = np.where(error > 0, np.inf, -np.inf)
     return np.asarray(np.where((error != 0) & even, np.nextafter(total, toward), total))
-
-
-def torch_nhwc(torch: Any, fn: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    """``fn`` (a channels-first torch function) applied to the channels-last ``x``: NHWC in and out."""
-    return fn(x.permute(0, 3, 1, 2), *args, **kwargs).permute(0, 2, 3, 1)

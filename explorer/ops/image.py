@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from explorer.ops._define import define, torch_nhwc
+from explorer.ops._define import define
 from explorer.ops._inputs import IMAGE, uniform
 
 
@@ -122,9 +122,9 @@ define(
     tf_raw_ops=("ResizeBilinear",),
     tf=lambda tf, dt, x: tf.image.resize(x, (8, 8), method="bilinear"),
     numpy=None,
-    torch=lambda torch, dt, x: torch_nhwc(
-        torch, torch.nn.functional.interpolate, x, size=(8, 8), mode="bilinear", align_corners=False
-    ),
+    torch=lambda torch, dt, x: torch.nn.functional.interpolate(
+        x.permute(0, 3, 1, 2), size=(8, 8), mode="bilinear", align_corners=False
+    ).permute(0, 2, 3, 1),
     reference=_ref_resize_bilinear,
     make_inputs=uniform(0, 1, IMAGE),
     doc="bilinear 4x4 -> 8x8, half-pixel centres (TensorFlow returns float32 for every input dtype)",
@@ -137,9 +137,9 @@ define(
     tf_raw_ops=("ResizeNearestNeighbor",),
     tf=lambda tf, dt, x: tf.image.resize(x, (8, 8), method="nearest"),
     numpy=None,
-    torch=lambda torch, dt, x: torch_nhwc(
-        torch, torch.nn.functional.interpolate, x, size=(8, 8), mode="nearest-exact"
-    ),
+    torch=lambda torch, dt, x: torch.nn.functional.interpolate(
+        x.permute(0, 3, 1, 2), size=(8, 8), mode="nearest-exact"
+    ).permute(0, 2, 3, 1),
     reference=_ref_resize_nearest,
     make_inputs=uniform(0, 1, IMAGE),
     doc="nearest-neighbour 4x4 -> 8x8, half-pixel centres",

@@ -20,7 +20,6 @@ from explorer.ops._define import (
     scipy_special,
     stable_sigmoid,
     sum_to_odd,
-    torch_nhwc,
     unary,
 )
 from explorer.ops._inputs import ROWS, concat, norm_inputs, one_hot_and_logits, uniform, uniform2
@@ -344,7 +343,9 @@ define(
     tf_raw_ops=("Conv2D",),
     tf=lambda tf, dt, x, f: tf.nn.conv2d(x, f, strides=1, padding="VALID"),
     numpy=None,
-    torch=lambda torch, dt, x, f: torch_nhwc(torch, torch.nn.functional.conv2d, x, f.permute(3, 2, 0, 1)),
+    torch=lambda torch, dt, x, f: torch.nn.functional.conv2d(
+        x.permute(0, 3, 1, 2), f.permute(3, 2, 0, 1)
+    ).permute(0, 2, 3, 1),
     reference=_ref_conv2d,
     make_inputs=uniform2(-1, 1, -0.5, 0.5, shape=(1, 8, 8, 2), shape2=(3, 3, 2, 3)),
     doc="NHWC 8x8, 2 -> 3 channels, 3x3 kernel, VALID",
@@ -357,13 +358,9 @@ define(
     tf_raw_ops=("DepthwiseConv2dNative",),
     tf=lambda tf, dt, x, f: tf.nn.depthwise_conv2d(x, f, strides=[1, 1, 1, 1], padding="VALID"),
     numpy=None,
-    torch=lambda torch, dt, x, f: torch_nhwc(
-        torch,
-        torch.nn.functional.conv2d,
-        x,
-        f.permute(2, 3, 0, 1).reshape(-1, 1, *f.shape[:2]),
-        groups=f.shape[2],
-    ),
+    torch=lambda torch, dt, x, f: torch.nn.functional.conv2d(
+        x.permute(0, 3, 1, 2), f.permute(2, 3, 0, 1).reshape(-1, 1, *f.shape[:2]), groups=f.shape[2]
+    ).permute(0, 2, 3, 1),
     reference=_ref_depthwise,
     make_inputs=uniform2(-1, 1, -0.5, 0.5, shape=(1, 8, 8, 2), shape2=(3, 3, 2, 2)),
     doc="NHWC 8x8, 2 channels, multiplier 2, 3x3 kernel, VALID",
@@ -391,7 +388,7 @@ define(
     tf_raw_ops=("MaxPool",),
     tf=lambda tf, dt, x: tf.nn.max_pool2d(x, 2, 2, "VALID"),
     numpy=lambda np, dt, x: _pool_blocks(np, x).max(axis=(2, 4)),
-    torch=lambda torch, dt, x: torch_nhwc(torch, torch.nn.functional.max_pool2d, x, 2),
+    torch=lambda torch, dt, x: torch.nn.functional.max_pool2d(x.permute(0, 3, 1, 2), 2).permute(0, 2, 3, 1),
     reference=lambda x: _pool_blocks(np, x).max(axis=(2, 4)),
     make_inputs=uniform(-4, 4, (1, 8, 8, 2)),
     doc="2x2 max pooling, stride 2, NHWC (NumPy: reshape and max)",
@@ -404,7 +401,7 @@ define(
     tf_raw_ops=("AvgPool",),
     tf=lambda tf, dt, x: tf.nn.avg_pool2d(x, 2, 2, "VALID"),
     numpy=lambda np, dt, x: _pool_blocks(np, x).mean(axis=(2, 4)),
-    torch=lambda torch, dt, x: torch_nhwc(torch, torch.nn.functional.avg_pool2d, x, 2),
+    torch=lambda torch, dt, x: torch.nn.functional.avg_pool2d(x.permute(0, 3, 1, 2), 2).permute(0, 2, 3, 1),
     reference=lambda x: _pool_blocks(np, x).mean(axis=(2, 4)),
     make_inputs=uniform(-4, 4, (1, 8, 8, 2)),
     doc="2x2 average pooling, stride 2, NHWC (NumPy: reshape and mean)",
