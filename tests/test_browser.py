@@ -258,8 +258,8 @@ def test_voila_serves_the_app_and_dtype_changes_kernels_view(
                 page.fill(".px-explain-text textarea", ORIGINAL_ERROR)
                 page.click(".px-explain-button")
                 page.wait_for_function(
-                    "first => { const d = document.querySelector('.px-explain-details');"
-                    " return d !== null && d.textContent.includes('Range') && d.textContent.includes(first); }",
+                    "first => { const d = document.querySelector('.px-explain-details'); return d !== null"
+                    " && d.textContent.includes('Range') && d.textContent.includes(first); }",
                     arg=first,
                     timeout=120_000,
                 )
