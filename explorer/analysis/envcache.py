@@ -31,7 +31,15 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 #: packages whose versions change what a probe returns
-FRAMEWORKS: tuple[str, ...] = ("tensorflow", "numpy", "ml_dtypes", "torch", "precision-explorer")
+FRAMEWORKS: tuple[str, ...] = (
+    "tensorflow",
+    "numpy",
+    "ml_dtypes",
+    "torch",
+    "jax",
+    "jaxlib",
+    "precision-explorer",
+)
 
 
 class CacheUnavailable(OSError):

@@ -11,17 +11,19 @@ import difflib
 
 from explorer.backends.base import DEVICE_TYPES, MODES, Backend, normalize_device
 from explorer.backends.emulated import EmulatedBackend
+from explorer.backends.jax_backend import JaxBackend
 from explorer.backends.numpy_backend import NumpyBackend
 from explorer.backends.tensorflow_backend import TensorflowBackend
 from explorer.backends.torch_backend import TorchBackend
 
-BACKEND_NAMES: tuple[str, ...] = ("tensorflow", "numpy", "emulated", "torch")
+BACKEND_NAMES: tuple[str, ...] = ("tensorflow", "numpy", "emulated", "torch", "jax")
 
 _CLASSES: dict[str, type[Backend]] = {
     "tensorflow": TensorflowBackend,
     "numpy": NumpyBackend,
     "emulated": EmulatedBackend,
     "torch": TorchBackend,
+    "jax": JaxBackend,
 }
 _INSTANCES: dict[str, Backend] = {}
 
