@@ -59,7 +59,7 @@ def test_state_validates_normalises_and_notifies_once() -> None:
         ("op", "expp", "exp"),
         ("dtypes", ["float17"], "float16"),
         ("device", "TPU", "GPU"),
-        ("backends", ["jax"], "emulated"),
+        ("backends", ["mxnet"], "emulated"),
         ("mode", "jit", "xla"),
         ("value", "one", "nan"),
         ("policies", ["float8"], "mixed_float16"),

@@ -225,3 +225,29 @@ def test_declared_status_tells_a_device_gap_from_a_refused_dtype(opinfo):
     assert torch_declared.declared_status(rows["fft"], "GPU") == "ok"
     assert torch_declared.declared_status(rows["cholesky"], "CPU") == "unsupported_dtype"
     assert torch_declared.declared_status(rows["exp"], "CPU") == "ok"
+
+
+def test_availability_shows_opinfo_rows_and_flags_disagreements(opinfo, oracle):
+    """The kernels matrix has PyTorch's declared rows (mode registry) beside its probes, with the
+    statuses the separate reading of op_db gives, and flags a probe that contradicts them."""
+    from explorer.analysis.availability import availability
+
+    result = availability(
+        ops=["exp", "cholesky", "matmul"],
+        dtypes=["float16", "float8_e4m3fn"],
+        backends=["torch"],
+        progress=False,
+    )
+    rows = result.rows
+    declared = rows[rows["mode"] == "registry"]
+    assert len(declared) == 6
+    for _, row in declared.iterrows():
+        listed = all(row["dtype"] in oracle[label]["cpu"] for label in row["raw_op"].split(", "))
+        on_cuda = all(row["dtype"] in oracle[label]["cuda"] for label in row["raw_op"].split(", "))
+        want = "ok" if listed else ("no_kernel" if on_cuda else "unsupported_dtype")
+        assert row["status"] == want, dict(row)
+    probed = rows[rows["mode"] == "eager"].set_index(["op", "dtype"])
+    # matmul runs in float8_e4m3fn on CPU although OpInfo does not list it: flagged, with the reason
+    assert probed.loc[("matmul", "float8_e4m3fn"), "status"] == "ok"
+    assert "does not list float8_e4m3fn" in probed.loc[("matmul", "float8_e4m3fn"), "disagreement"]
+    assert probed.loc[("exp", "float16"), "disagreement"] == ""

@@ -354,6 +354,9 @@ def availability(
         rows += declared_rows(reg, targets, dts_tf, devices)
     run_modes = [m for m in modes if m != "registry"]
     probes = probes_for(targets, dts, backends, devices, run_modes)
+    torch_said = _torch_declarations(targets, dts) if "torch" in backends else None
+    if torch_said is not None and "registry" in modes:
+        rows += torch_declared_rows(targets, dts, devices, torch_said[1])
     env = envcache.environment()
     env_key = envcache.environment_key(env)
     with probe_cache.open_store() as store:
@@ -399,7 +402,10 @@ def availability(
     by_name = {t.name: t for t in targets}
     for p in probes:
         cached = p.key not in fresh and p.key not in local
-        rows.append(_probe_row(p, by_name[p.op], records[p.key], reg, cached=cached))
+        row = _probe_row(p, by_name[p.op], records[p.key], reg, cached=cached)
+        if p.backend == "torch" and torch_said is not None:
+            _compare_with_opinfo(row, records[p.key], *torch_said)
+        rows.append(row)
     import pandas as pd
 
     frame = pd.DataFrame(rows, columns=list(ROW_KEYS) + list(EXTRA_KEYS))
@@ -477,6 +483,65 @@ def _probe_row(p: Probe, t: Target, record: dict[str, Any], reg: Registry, cache
     if p.backend == "tensorflow":
         row["disagreement"] = disagreement(row["declared"], status, row, reg)
     return row
+
+
+def _torch_declarations(targets: list[Target], dtypes: list[str]) -> tuple[Any, dict] | None:
+    """PyTorch's OpInfo data and its rows per (catalog op, format) for the selection; None when
+    PyTorch is not installed (nothing is declared then)."""
+    from explorer.analysis import torch_declared
+    from explorer.backends import get_backend
+
+    if not get_backend("torch").is_installed():
+        return None
+    data = torch_declared.opinfo_data()
+    names = [t.name for t in targets if t.catalog]
+    formats = [d for d in dtypes if d in torch_declared.TORCH_FORMATS]
+    table = {(r["op"], r["format"]): r for r in torch_declared.declared_rows(data, names, formats)}
+    return data, table
+
+
+def torch_declared_rows(
+    targets: list[Target], dtypes: list[str], devices: list[str], table: dict[tuple[str, str], Any]
+) -> list[dict[str, Any]]:
+    """Rows (backend ``torch``, mode ``registry``) of what PyTorch's OpInfo database declares per
+    catalog op × format × device (CPU: ``dtypes``, GPU: ``dtypesIfCUDA``); ops OpInfo has no
+    entry for have no row."""
+    from explorer.analysis.torch_declared import declared_status
+
+    where = {"CPU": "CPU", "GPU": "CUDA"}
+    rows = []
+    for t in targets:
+        for dtype in dtypes:
+            said = table.get((t.name, dtype))
+            if said is None:
+                continue
+            for device in devices:
+                status = declared_status(said, device)
+                if status is None:
+                    continue
+                row = _row("torch", t, dtype, device, "registry")
+                row.update(raw_op=said["opinfo"], status=status, declared=status)
+                lists = "lists" if status == "ok" else "does not list"
+                row["explanation"] = (
+                    f"PyTorch's OpInfo for {said['opinfo']} {lists} {dtype} on {where[device]}"
+                    + (" (it does on the other device)." if status == "no_kernel" else ".")
+                )
+                rows.append(row)
+    return rows
+
+
+def _compare_with_opinfo(row: dict[str, Any], record: dict[str, Any], data: Any, table: dict) -> None:
+    """Fill a torch probe row's ``declared`` and ``disagreement`` from PyTorch's OpInfo."""
+    from explorer.analysis.torch_declared import compare, declared_status
+
+    said = table.get((row["op"], row["dtype"]))
+    if said is None or row["device"] not in ("CPU", "GPU"):
+        return
+    row["raw_op"] = said["opinfo"] or row["raw_op"]
+    row["declared"] = declared_status(said, row["device"])
+    result = compare([said], {(row["op"], row["dtype"]): record}, row["device"], data)
+    if result and result[0]["agree"] is False:
+        row["disagreement"] = result[0]["reason"]
 
 
 def registry_gaps(

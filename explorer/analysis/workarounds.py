@@ -475,11 +475,7 @@ def numpy_code(op: str, dtype: str, compute: str | None = "float32") -> str:
     >>> print(numpy_code("exp", "bfloat16").splitlines()[-1])
     result = np.asarray(np.exp(x.astype(np.float32))).astype(ml_dtypes.bfloat16)
     """
-    the_op, dtype = _check(op, dtype)
-    wide = resolve(compute).name if compute is not None else None
-    call = call_source(the_op, "numpy", dtype, wide)
-    body = [*call.lines, f"result = {call.expr}"]
-    return _program("numpy", the_op, dtype, call, _wide_comment(the_op, dtype, wide, "round"), body, True)
+    return _array_code("numpy", op, dtype, compute)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -507,11 +503,18 @@ def jax_code(op: str, dtype: str, compute: str | None = "float32") -> str:
     >>> print(jax_code("exp", "bfloat16").splitlines()[-1])
     result = jnp.asarray(jnp.exp(x.astype(jnp.float32))).astype(jnp.bfloat16)
     """
+    return _array_code("jax", op, dtype, compute)
+
+
+def _array_code(framework: str, op: str, dtype: str, compute: str | None) -> str:
+    """NumPy-style code (``numpy`` or ``jax``): the inputs, then ``result = <the call>``."""
     the_op, dtype = _check(op, dtype)
     wide = resolve(compute).name if compute is not None else None
-    call = call_source(the_op, "jax", dtype, wide)
+    call = call_source(the_op, framework, dtype, wide)
     body = [*call.lines, f"result = {call.expr}"]
-    return _program("jax", the_op, dtype, call, _wide_comment(the_op, dtype, wide, "convert"), body, False)
+    word = "round" if framework == "numpy" else "convert"
+    comment = _wide_comment(the_op, dtype, wide, word)
+    return _program(framework, the_op, dtype, call, comment, body, framework == "numpy")
 
 
 def emulated_code(op: str, dtype: str) -> str:
