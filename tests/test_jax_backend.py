@@ -286,7 +286,8 @@ def test_tolerances_are_far_above_each_formats_precision():
     for fmt in ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float4_e2m1fn"):
         f = resolve(fmt)
         assert tolerance(f) >= 4 * f.eps
-    assert tolerance(resolve("float64")) < 1e-12
+    # float64 is judged as float32 is (TensorFlow computes some float64 ops with float32 constants)
+    assert tolerance(resolve("float64")) == tolerance(resolve("float32")) < 1e-3
 
 
 def test_shapes_integers_and_discontinuous_ops():

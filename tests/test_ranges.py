@@ -314,7 +314,7 @@ def test_bad_input_gets_clear_errors() -> None:
     with pytest.raises(ValueError, match="Valid ops"):
         R.op_regions("nonsense", "float16")
     with pytest.raises(ValueError, match="Valid backends"):
-        R.op_regions("exp", "float16", "jax")
+        R.op_regions("exp", "float16", "mxnet")
     with pytest.raises(ValueError, match="Valid names"):
         R.number_line("float17")
     with pytest.raises(ValueError, match="elementwise binary"):

@@ -102,7 +102,7 @@ def record_problem(record: Any) -> str:
     """Why ``record`` is not a valid probe record ("" when it is).
 
     >>> record_problem({"status": "ok"})
-    "lacks 'detail', 'error', 'ran_on', 'result_dtype', 'seconds', 'workaround', ..."
+    "lacks 'detail', 'error', 'phase', 'ran_on', 'result_dtype', 'seconds', ..."
     """
     if not isinstance(record, dict):
         return f"is a {type(record).__name__}, not an object"

@@ -46,6 +46,9 @@ TOLERANCE_CAP = 0.25
 #: ... and never less than this many eps (float8 and smaller: a result off by a few of its
 #: coarse steps is rounding, not a wrong result)
 TOLERANCE_FLOOR_EPS = 4
+#: formats wider than float32 are judged as float32 is: frameworks compute some float64 ops with
+#: float32 constants (TensorFlow's leaky_relu alpha, resize in float32), which is inexact, not wrong
+FLOAT32_EPS = 2.0**-23
 
 #: ops whose exact value jumps (a quotient rounded in the format may cross an integer and move
 #: the result by a whole step): only NaN and infinities are judged for them.  The catalog has no
@@ -59,10 +62,10 @@ def tolerance(fmt: Format) -> float:
     >>> from explorer.formats import resolve
     >>> [tolerance(resolve(n)) for n in ("float16", "bfloat16", "float8_e4m3fn")]
     [0.25, 0.25, 0.5]
-    >>> tolerance(resolve("float32")) == 1024 * 2.0**-23
+    >>> tolerance(resolve("float32")) == tolerance(resolve("float64")) == 1024 * 2.0**-23
     True
     """
-    tol = TOLERANCE_EPS * fmt.eps
+    tol = TOLERANCE_EPS * max(fmt.eps, FLOAT32_EPS)
     if fmt.bits <= 16:
         tol = min(tol, TOLERANCE_CAP)
     return max(tol, TOLERANCE_FLOOR_EPS * fmt.eps)
