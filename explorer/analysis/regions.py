@@ -73,11 +73,7 @@ def check_samples(samples: Any) -> int:
     >>> check_samples(1000)
     1000
     """
-    if isinstance(samples, bool) or not isinstance(samples, int | np.integer):
-        raise TypeError(f"samples must be an integer, got {type(samples).__name__}")
-    if not 2 <= samples <= MAX_SAMPLES:
-        raise ValueError(f"samples must be an integer from 2 to {MAX_SAMPLES}, got {samples!r}")
-    return int(samples)
+    return _bounded_int("samples", samples, 2, MAX_SAMPLES)
 
 
 def check_points(points: Any) -> int:
@@ -86,11 +82,16 @@ def check_points(points: Any) -> int:
     >>> check_points(257)
     257
     """
-    if isinstance(points, bool) or not isinstance(points, int | np.integer):
-        raise TypeError(f"points must be an integer, got {type(points).__name__}")
-    if not 3 <= points <= MAX_POINTS:
-        raise ValueError(f"points must be an integer from 3 to {MAX_POINTS}, got {points!r}")
-    return int(points)
+    return _bounded_int("points", points, 3, MAX_POINTS)
+
+
+def _bounded_int(name: str, value: Any, low: int, high: int) -> int:
+    """``value`` as an int when it is an integer from ``low`` to ``high``; TypeError/ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be an integer from {low} to {high}, got {value!r}")
+    return int(value)
 
 
 # ---------------------------------------------------------------- number line
