@@ -15,6 +15,7 @@ import importlib.util
 import os
 import tempfile
 import time
+from unittest import mock
 
 #: the formats every sweep below probes
 FORMATS = ("float16", "bfloat16")
@@ -87,9 +88,7 @@ def run() -> list[tuple[str, float, str]]:
         if importlib.util.find_spec("expecttest") is not None:
             from explorer.analysis import torch_declared
 
-            saved = os.environ.get("PX_CACHE_DIR")
-            with tempfile.TemporaryDirectory() as tmp:
-                os.environ["PX_CACHE_DIR"] = tmp
+            with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"PX_CACHE_DIR": tmp}):
                 try:
                     torch_declared._DATA = None
                     start = time.perf_counter()
@@ -108,10 +107,6 @@ def run() -> list[tuple[str, float, str]]:
                     figures.append(("OpInfo from the disk cache", time.perf_counter() - start, "s"))
                 finally:
                     torch_declared._DATA = None
-                    if saved is None:
-                        os.environ.pop("PX_CACHE_DIR", None)
-                    else:
-                        os.environ["PX_CACHE_DIR"] = saved
     return figures
 
 

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 #: (figure name, kernels arguments) of the cold runs
@@ -83,16 +84,8 @@ def _in_process(repeats: int) -> list[tuple[str, float, str]]:
 def run(repeats: int = 3) -> list[tuple[str, float, str]]:
     """The figures, as ``benchmarks/run.py`` prints them."""
     figures = [(name, _cold(argv, repeats), "s") for name, argv in COLD]
-    with tempfile.TemporaryDirectory() as tmp:
-        saved = os.environ.get("PX_CACHE_DIR")
-        os.environ["PX_CACHE_DIR"] = tmp
-        try:
-            figures += _in_process(max(repeats, 3))
-        finally:
-            if saved is None:
-                os.environ.pop("PX_CACHE_DIR", None)
-            else:
-                os.environ["PX_CACHE_DIR"] = saved
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"PX_CACHE_DIR": tmp}):
+        figures += _in_process(max(repeats, 3))
     return figures
 
 
