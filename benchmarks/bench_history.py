@@ -74,7 +74,14 @@ def _in_process(repeats: int) -> list[tuple[str, float, str]]:
     figures.append(("in-process: parse the shipped 2.15.0 registry", time.perf_counter() - start, "s"))
     start = time.perf_counter()
     for _ in range(repeats):
-        availability(ops=["range"], dtypes=["float16"], modes=["registry"], registry=reg, progress=False)
+        availability(
+            ops=["range"],
+            dtypes=["float16"],
+            backends=["tensorflow"],
+            modes=["registry"],
+            registry=reg,
+            progress=False,
+        )
     figures.append(
         ("in-process: 2.15.0 registry rows, range float16", (time.perf_counter() - start) / repeats, "s")
     )
