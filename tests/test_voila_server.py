@@ -138,6 +138,18 @@ def get(port: int, path: str = "/", host: str | None = None) -> tuple[int, dict[
         conn.close()
 
 
+def get_once_a_slot_is_free(server: Server, timeout: float = 30.0) -> tuple[int, dict[str, str], str]:
+    """GET ``/``, retrying while it answers 503.
+
+    A culled kernel's process ends before the kernel manager forgets it, so the slot frees
+    a moment after :meth:`Server.wait_for_kernels` sees no kernel.
+    """
+    deadline = time.monotonic() + timeout
+    while (answer := get(server.port, "/"))[0] == 503 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return answer
+
+
 def kernel_id(page: str) -> str:
     match = re.search(r'"kernelId":\s*"([0-9a-f-]+)"', page)
     assert match, page[-2000:]
@@ -202,9 +214,7 @@ def test_a_visitor_past_max_kernels_gets_the_full_page_and_no_kernel(server: Ser
 
     server.wait_for_kernels(0)  # nobody connected: culled after the idle timeout
     assert f"({first}) with 0 connections" in server.log_text()
-    deadline = time.monotonic() + 30  # the slot frees once the manager has cleaned up after the process
-    while (status := get(server.port, "/")[0]) == 503 and time.monotonic() < deadline:
-        time.sleep(0.5)
+    status, _, _ = get_once_a_slot_is_free(server)
     assert status == 200
     assert server.log_text().count("Kernel started") == 2
 
@@ -247,7 +257,7 @@ async def _stay_connected_until_culled(server: Server, kid: str, timeout: float)
 @pytest.mark.slow
 def test_a_connected_idle_kernel_is_culled(server: Server) -> None:
     server.wait_for_kernels(0)
-    status, _, page = get(server.port, "/")
+    status, _, page = get_once_a_slot_is_free(server)
     assert status == 200
     kid = kernel_id(page)
     waited = asyncio.run(_stay_connected_until_culled(server, kid, timeout=60))
