@@ -25,6 +25,7 @@ re-exported here, so ``from explorer.analysis.ranges import classify`` works.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +94,7 @@ __all__ = [
     "Sweep",
     "binary_axis",
     "binary_map",
+    "binary_map_from_sweep",
     "binary_sweep",
     "check_points",
     "check_samples",
@@ -112,6 +114,7 @@ __all__ = [
     "regions_all",
     "regions_from_sweep",
     "round_reference",
+    "run_backend",
     "sweep",
     "threshold_rule",
     "threshold_summary",
@@ -136,11 +139,11 @@ BINARY_MAP_OPS: tuple[str, ...] = ("add", "mul", "div", "pow")
 _ZEROS = np.array([0.0, -0.0])
 
 
-def _run_backend(
+def run_backend(
     name: str, op: Op, fmt: Format, inputs: tuple[np.ndarray, ...], device: str = "CPU"
 ) -> BackendRun:
     """One vectorised call of the op on a backend; for unary ops ``+0`` and ``-0`` ride along
-    at the end (:attr:`BackendRun.at_zero`)."""
+    at the end (:attr:`BackendRun.at_zero`).  The default :data:`BackendRunner` of the sweeps."""
     from explorer.backends import get_backend
 
     backend = get_backend(name)
@@ -166,6 +169,11 @@ def _run_backend(
     )
 
 
+#: what makes one backend's run of a sweep: ``runner(backend, op, fmt, inputs, device)``;
+#: :func:`run_backend` here, or e.g. :class:`explorer.analysis.sweep_cache.WorkerRunner`
+BackendRunner = Callable[[str, Op, Format, tuple[np.ndarray, ...], str], BackendRun]
+
+
 @dataclass
 class _Evaluation:
     reference: np.ndarray
@@ -176,13 +184,19 @@ class _Evaluation:
 
 
 def _evaluate(
-    op: Op, fmt: Format, inputs: tuple[np.ndarray, ...], backends: tuple[str, ...], device: str = "CPU"
+    op: Op,
+    fmt: Format,
+    inputs: tuple[np.ndarray, ...],
+    backends: tuple[str, ...],
+    device: str = "CPU",
+    runner: BackendRunner | None = None,
 ) -> _Evaluation:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         reference = np.asarray(op.reference(*inputs), dtype=np.float64).reshape(inputs[0].shape)
     pole, tiny = reference_flags(op.reference, inputs, reference, op.zeros, op.poles)
-    runs = {name: _run_backend(name, op, fmt, inputs, device) for name in backends}
+    run = runner if runner is not None else run_backend
+    runs = {name: run(name, op, fmt, inputs, device) for name in backends}
     return _Evaluation(reference, round_reference(reference, fmt), pole, tiny, runs)
 
 
@@ -216,6 +230,7 @@ def sweep(
     samples: int = DEFAULT_SAMPLES,
     refine: bool = True,
     device: str = "CPU",
+    runner: BackendRunner | None = None,
 ) -> Sweep:
     """Run a unary elementwise op over every finite value of ``fmt`` (sampled when wider
     than 16 bits) on each backend, one vectorised call per backend.
@@ -223,14 +238,15 @@ def sweep(
     For sampled formats, each boundary between two kinds (on any backend) is
     refined until the inputs on both sides are neighbouring values of the
     format (``refine=False`` skips that).  ``device`` is asked of every backend
-    (``"GPU"`` where there is one).
+    (``"GPU"`` where there is one).  ``runner`` makes each backend's call
+    (:data:`BackendRunner`; default :func:`run_backend`, in this process).
     """
     samples = check_samples(samples)
     op = _check_unary(op)
     fmt = resolve(fmt)
     names = _check_backends(backends)
     x, exhaustive = unary_inputs(fmt, samples)
-    ev = _evaluate(op, fmt, (x,), names, device)
+    ev = _evaluate(op, fmt, (x,), names, device, runner)
     result = Sweep(
         op.name,
         fmt.name,
@@ -245,7 +261,7 @@ def sweep(
         device,
     )
     if not exhaustive and refine:
-        result = _refine(result, op, fmt, names)
+        result = _refine(result, op, fmt, names, runner=runner)
     return result
 
 
@@ -272,6 +288,7 @@ def _refine(
     per_gap: int = 256,
     max_gaps: int = 256,
     rounds: int = 10,
+    runner: BackendRunner | None = None,
 ) -> Sweep:
     for _ in range(rounds):
         gaps = _boundary_gaps(s, fmt)[:max_gaps]
@@ -286,7 +303,7 @@ def _refine(
         if new.size == 0:
             break
         x_new = from_ordinals(new, fmt)
-        ev = _evaluate(op, fmt, (x_new,), names, s.device)
+        ev = _evaluate(op, fmt, (x_new,), names, s.device, runner)
         x = np.concatenate([s.inputs[0], x_new])
         order = np.argsort(x, kind="stable")
         merged: dict[str, BackendRun] = {}
@@ -350,11 +367,16 @@ def _check_binary(op: Any) -> Op:
 
 
 def binary_sweep(
-    op: Any, fmt: Any, backends: Any = DEFAULT_BACKENDS, points: int = 257, device: str = "CPU"
+    op: Any,
+    fmt: Any,
+    backends: Any = DEFAULT_BACKENDS,
+    points: int = 257,
+    device: str = "CPU",
+    runner: BackendRunner | None = None,
 ) -> Sweep:
     """Run a binary elementwise op over every pair of a :func:`binary_axis` grid on each
     backend (one call per backend); the inputs are the flattened grid (first operand
-    varies slowest)."""
+    varies slowest).  ``runner``: as for :func:`sweep`."""
     points = check_points(points)
     op = _check_binary(op)
     fmt = resolve(fmt)
@@ -362,7 +384,7 @@ def binary_sweep(
     axis, exhaustive = binary_axis(fmt, points)
     a, b = np.meshgrid(axis, axis, indexing="ij")
     inputs = (a.ravel(), b.ravel())
-    ev = _evaluate(op, fmt, inputs, names, device)
+    ev = _evaluate(op, fmt, inputs, names, device, runner)
     return Sweep(
         op.name,
         fmt.name,
@@ -388,7 +410,12 @@ def binary_map(
     (253, 253)
     """
     s = binary_sweep(op, fmt, (backend,), points, device)
-    name, run = next(iter(s.runs.items()))
+    return binary_map_from_sweep(s, next(iter(s.runs)))
+
+
+def binary_map_from_sweep(s: Sweep, backend: str) -> BinaryMap:
+    """The :class:`BinaryMap` of one backend of a :func:`binary_sweep` (no backend runs again)."""
+    name, run = backend, s.runs[backend]
     axis = np.unique(s.inputs[0])
     kinds = np.array([], np.int8)
     if run.result is not None:

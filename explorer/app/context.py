@@ -1,8 +1,10 @@
-"""What the tabs share: the state, the TensorFlow loader, caches and a loaded snapshot."""
+"""What the tabs share: the state, the TensorFlow loader, caches, results computed in the
+background (worker processes) and a loaded snapshot."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -38,10 +40,84 @@ class ResultCache:
                 self._data.popitem(last=False)
         return value
 
+    def peek(self, key: Hashable) -> Any:
+        """The cached value for ``key``, or None (nothing is computed)."""
+        with self._lock:
+            return self._data.get(key)
+
     def clear(self) -> None:
         """Forget everything cached."""
         with self._lock:
             self._data.clear()
+
+
+class BackgroundResults:
+    """Work the view does not wait for (a sweep worker's answer, TensorFlow's device list): each
+    key runs once in a daemon thread; listeners hear ``topic`` when it is done or failed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[Hashable, threading.Thread] = {}
+        self._failed: dict[Hashable, str] = {}
+        self._listeners: list[Callable[[str], None]] = []
+
+    def listen(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback(topic)`` (in the worker thread) whenever a piece of work finishes."""
+        with self._lock:
+            self._listeners.append(callback)
+
+    def pending(self, key: Hashable) -> bool:
+        """Whether the work ``key`` runs now."""
+        with self._lock:
+            return key in self._pending
+
+    def failure(self, key: Hashable) -> str:
+        """Why the work ``key`` failed ("" when it did not)."""
+        with self._lock:
+            return self._failed.get(key, "")
+
+    def start(self, key: Hashable, work: Callable[[], None], topic: str) -> None:
+        """Run ``work()`` for ``key`` in the background, unless it runs already or failed."""
+        with self._lock:
+            if key in self._pending or key in self._failed:
+                return
+            thread = threading.Thread(target=self._run, args=(key, work, topic), daemon=True)
+            thread.name = f"explorer-background-{topic}"
+            self._pending[key] = thread
+        thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until no work runs (True) or ``timeout`` seconds passed (False)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                threads = list(self._pending.values())
+            if not threads:
+                return True
+            for thread in threads:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                thread.join(left)
+            if deadline is not None and time.monotonic() >= deadline:
+                with self._lock:
+                    return not self._pending
+
+    def _run(self, key: Hashable, work: Callable[[], None], topic: str) -> None:
+        try:
+            work()
+        except Exception as exc:  # shown by the view that asked, never raised into the kernel
+            with self._lock:
+                self._failed[key] = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
+        finally:
+            with self._lock:
+                self._pending.pop(key, None)
+                listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(topic)
+            except Exception as exc:
+                import sys
+
+                print(f"explorer: a listener of {topic} failed: {exc!r}", file=sys.stderr)
 
 
 class AppContext:
@@ -53,11 +129,20 @@ class AppContext:
         self.cache = ResultCache()
         #: drawn figures with their encoded PNG, by what they show (revisiting a selection is instant)
         self.figures = ResultCache(64)
+        #: results computed in the background (worker processes) that views fill in when ready
+        self.background = BackgroundResults()
         #: a kernel snapshot loaded from a file (another machine's results), or None
         self.snapshot: Any = None
         self.snapshot_name: str = ""
 
     @property
     def tf_ready(self) -> bool:
-        """True once TensorFlow has loaded in the background."""
+        """True once TensorFlow has loaded in this process (the in-process loader; it starts only
+        when asked: sweeps and device lists come from worker processes)."""
         return self.tf_loader.status == "ready"
+
+    def env_key(self) -> str:
+        """This machine's environment key (:func:`explorer.analysis.envcache.environment_key`), once."""
+        from explorer.analysis import envcache
+
+        return str(self.cache.get(("env-key",), envcache.environment_key))

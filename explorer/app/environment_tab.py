@@ -1,12 +1,25 @@
-"""Environment tab: framework versions, devices, and what the registry says about GPU kernels."""
+"""Environment tab: framework versions, devices, and what the registry says about GPU kernels.
+
+Versions come from package metadata.  The devices of TensorFlow, PyTorch and JAX are asked of a
+sandboxed worker process (:func:`explorer.analysis.sweep_cache.worker_call`), never imported in
+the kernel; TensorFlow's are kept in the probe store (the record probes write too), so a later
+visitor reads them without a worker.  The registry summary comes from the registry data shipped
+for the installed release (or its disk cache).
+"""
 
 from __future__ import annotations
 
 import html
 from importlib import metadata
+from typing import Any
 
 from explorer.app.render import message_html, table_html
 from explorer.app.tab import Tab
+
+#: ``ctx.background`` topic of device lists that arrived from a worker
+ENV_TOPIC = "environment"
+#: backends whose devices are asked of a worker process (their frameworks are heavy imports)
+WORKER_DEVICE_BACKENDS: tuple[str, ...] = ("tensorflow", "torch", "jax")
 
 #: Distributions whose versions the tab lists.
 PACKAGES: tuple[str, ...] = (
@@ -78,15 +91,15 @@ class EnvironmentTab(Tab):
         for name in BACKEND_NAMES:
             backend = get_backend(name)
             installed = backend.is_installed()
-            if name == "tensorflow" and not self.ctx.tf_ready:
-                devices = self.ctx.tf_loader.describe()
-            elif installed:
+            if not installed:
+                devices = "—"
+            elif name in WORKER_DEVICE_BACKENDS and not (name == "tensorflow" and self.ctx.tf_ready):
+                devices = self._worker_devices_text(name)
+            else:
                 try:
                     devices = ", ".join(backend.devices())
                 except Exception as exc:
                     devices = f"unknown ({type(exc).__name__})"
-            else:
-                devices = "—"
             rows.append({"backend": name, "installed": "yes" if installed else "no", "devices": devices})
         gpu = ""
         if self.ctx.tf_ready:
@@ -96,12 +109,90 @@ class EnvironmentTab(Tab):
                 f"<p>{len(gpus)} GPU(s) visible to TensorFlow; built with CUDA: "
                 f"{html.escape(str(tf.test.is_built_with_cuda()))}.</p>"
             )
+        else:
+            record = self.tensorflow_devices()
+            if isinstance(record, dict) and isinstance(record.get("gpus"), list):
+                gpu = (
+                    f"<p>{len(record['gpus'])} GPU(s) visible to TensorFlow (asked in a worker process).</p>"
+                )
         return "<h4>Backends and devices</h4>" + table_html(rows) + gpu
 
+    # ------------------------------------------------------------------ devices from workers
+
+    def tensorflow_devices(self) -> dict[str, Any] | None:
+        """TensorFlow's device record (``availability.worker_devices()``): from the probe store,
+        else asked of a worker in the background (None until it answers)."""
+        from explorer.analysis import probe_cache
+
+        env_key = self.ctx.env_key()
+        key = ("tf-devices", env_key)
+        held = self.ctx.cache.peek(key)
+        if held is not None:
+            return dict(held)
+
+        def read() -> dict[str, Any]:
+            with probe_cache.open_store() as store:
+                return store.devices(env_key)
+
+        stored = self.ctx.cache.get(("tf-devices-stored", env_key, probe_cache.store_stamp()), read)
+        if isinstance(stored.get("tensorflow"), list):
+            return dict(stored)
+
+        def ask() -> None:
+            from explorer.analysis.availability import worker_devices
+            from explorer.analysis.sweep_cache import worker_call
+
+            record = dict(worker_call("tensorflow", worker_devices, timeout=120.0))
+            with probe_cache.open_store() as store:
+                store.save_devices(env_key, record)
+            self.ctx.cache.get(key, lambda: record)
+
+        self.ctx.background.start(key, ask, ENV_TOPIC)
+        return None
+
+    def _worker_devices_text(self, name: str) -> str:
+        """The device list of ``name`` for the table, or what is being done to get it."""
+        key: tuple[str, ...] = (
+            ("tf-devices", self.ctx.env_key()) if name == "tensorflow" else ("devices", name)
+        )
+        failure = self.ctx.background.failure(key)
+        if failure:
+            return f"unknown (the worker failed: {failure[:200]})"
+        if name == "tensorflow":
+            record = self.tensorflow_devices()
+            if record is None:
+                return "being asked of a worker process…"
+            names = record.get("tensorflow")
+            return (
+                ", ".join(str(d).removeprefix("/device:") for d in names)
+                if isinstance(names, list)
+                else "unknown"
+            )
+        held = self.ctx.cache.peek(key)
+        if held is None:
+            held = _read_devices(name, self.ctx.env_key())
+        if held is not None:
+            return ", ".join(held)
+
+        def ask() -> None:
+            from explorer.analysis.sweep_cache import worker_call
+            from explorer.sandbox import warm_backend
+
+            found = [str(d) for d in worker_call(name, warm_backend, name, timeout=120.0)]
+            _write_devices(name, self.ctx.env_key(), found)
+            self.ctx.cache.get(key, lambda: found)
+
+        self.ctx.background.start(key, ask, ENV_TOPIC)
+        return "being asked of a worker process…"
+
     def _registry_html(self) -> str:
-        if not self.ctx.tf_ready:
+        from explorer.analysis.registry import available_without_tensorflow
+
+        if not (self.ctx.tf_ready or available_without_tensorflow()):
             return message_html(
-                "The TensorFlow kernel registry is read once TensorFlow has loaded.", "loading"
+                "The TensorFlow kernel registry is read once TensorFlow has loaded (no registry data "
+                "ships for the installed release and none is cached).",
+                "info",
             )
         from explorer.analysis.registry import get_registry
         from explorer.analysis.registry_summary import device_summary, op_declared, registry_dtypes
@@ -121,3 +212,38 @@ class EnvironmentTab(Tab):
             "kernel registry — so a machine without a GPU can still say which ops have GPU kernels.</p>"
         )
         return intro + table_html(summary) + f"<h4>{html.escape(self.state.op)}</h4>" + table_html(per_op)
+
+
+def _devices_path(name: str, env_key: str) -> Any:
+    from explorer.analysis.envcache import cache_dir_or_none
+
+    directory = cache_dir_or_none()
+    return None if directory is None else directory / f"devices-{name}-{env_key}.json"
+
+
+def _read_devices(name: str, env_key: str) -> list[str] | None:
+    """A backend's device types from its cache file (None when missing or not a short list of
+    short names: such a file is removed)."""
+    from explorer.analysis.envcache import read_cache_json, remove_or_move_aside
+
+    path = _devices_path(name, env_key)
+    data = None if path is None else read_cache_json(path, expect={"backend": str, "devices": list})
+    if data is None:
+        return None
+    devices = data["devices"]
+    if (
+        data["backend"] != name
+        or len(devices) > 16
+        or not all(isinstance(d, str) and 0 < len(d) <= 40 and d.isalnum() for d in devices)
+    ):
+        remove_or_move_aside(path)
+        return None
+    return list(devices)
+
+
+def _write_devices(name: str, env_key: str, devices: list[str]) -> None:
+    from explorer.analysis.envcache import write_cache_json
+
+    path = _devices_path(name, env_key)
+    if path is not None:
+        write_cache_json(path, {"backend": name, "devices": devices})

@@ -1,4 +1,8 @@
-"""Load a slow module (TensorFlow) in a background thread, so the app appears at once.
+"""Load a slow module (TensorFlow) in a background thread, so the app does not wait for it.
+
+The app never starts the TensorFlow loader by itself at build: only a view that cannot work
+without TensorFlow in the kernel (the Kernels tab when no registry data is at hand), or the
+user (training, ``app.ctx.tf_loader.start()``), starts it.
 
 >>> from explorer.app.loader import BackgroundLoader
 >>> loader = BackgroundLoader("answer", lambda: 42).start()
@@ -92,7 +96,7 @@ class BackgroundLoader:
             return f"{self.name} loaded in {self.seconds:.1f} s"
         if self.status == "failed":
             return f"{self.name} could not be loaded: {self.error}"
-        return f"{self.name} not loaded yet"
+        return f"{self.name} is not loaded in this process"
 
 
 def _safe_call(callback: Callable[[BackgroundLoader], None], loader: BackgroundLoader) -> None:
@@ -114,7 +118,8 @@ def _import_tf_and_registry() -> Any:
 
 
 def tensorflow_loader() -> BackgroundLoader:
-    """The process-wide TensorFlow loader (started by the first App)."""
+    """The process-wide TensorFlow loader (idle until something that needs TensorFlow in this
+    process starts it)."""
     global _TF_LOADER
     if _TF_LOADER is None:
         _TF_LOADER = BackgroundLoader("TensorFlow", _import_tf_and_registry)
