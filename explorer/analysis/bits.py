@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.formats import Format, decode, encode, from_ordinals, ordinals, resolve
+from explorer.formats import Format, decode, encode, from_ordinals, ordinals, resolve, ulp_of_max
 
 #: Classes of a value.
 VALUE_CLASSES: tuple[str, ...] = ("zero", "subnormal", "normal", "inf", "nan")
@@ -242,3 +242,102 @@ def value_table(fmt: Any) -> Any:
             "mantissa_field": [f[2] for f in fields],
         }
     )
+
+
+def _power_of_two(value: float) -> str:
+    """``"2**-24"`` when ``value`` is an exact power of two, else its repr."""
+    mantissa, exponent = math.frexp(value)
+    return f"2**{exponent - 1}" if mantissa == 0.5 else repr(value)
+
+
+def _short(value: float) -> str:
+    """A value as people read it: integers in full, others to 4 significant digits."""
+    if math.isfinite(value) and value.is_integer() and abs(value) < 1e7:
+        return str(int(value))
+    return format(value, ".4g")
+
+
+def _lacks(fmt: Format) -> str:
+    return "neither infinity nor NaN" if not fmt.has_nan else "no infinity"
+
+
+def explain_value(info: BitInfo) -> str:
+    """One or two sentences saying why ``info.value`` is what the format stores for
+    ``info.input``: exact, rounded (by how much), subnormal, underflowed to 0, overflowed to
+    inf, became NaN (no infinity) or saturated at the largest value.  The thresholds are the
+    format's own (:mod:`explorer.formats`, from ``ml_dtypes.finfo``).
+
+    >>> explain_value(inspect_value("1000", "float8_e4m3fn"))  # doctest: +ELLIPSIS
+    '1000 is beyond the largest finite float8_e4m3fn value, 448 ...has no infinity, so it becomes NaN.'
+    >>> explain_value(inspect_value("1e-9", "float16"))  # doctest: +ELLIPSIS
+    '1e-09 underflows to 0: ... smallest positive float16 value, 2**-24 = 5.96e-08 ...'
+    """
+    fmt = resolve(info.format)
+    x, stored = info.input, info.value
+    name = fmt.name
+    if math.isnan(x):
+        if math.isnan(stored):
+            return f"NaN stays NaN in {name}."
+        return f"{name} has no NaN: NaN is stored as {_short(stored)} (ml_dtypes' conversion)."
+    if math.isinf(x):
+        if math.isinf(stored):
+            return f"{_short(x)} is stored as {name}'s own infinity."
+        if math.isnan(stored):
+            return f"{name} has no infinity, so {_short(x)} becomes NaN."
+        return f"{name} has {_lacks(fmt)}, so {_short(x)} saturates at {_short(stored)}."
+    top = fmt.max
+    threshold = top + ulp_of_max(fmt) / 2  # halfway between max and the next step up
+    with np.errstate(over="ignore", invalid="ignore"):
+        tie = float(decode(encode(np.array([threshold]), fmt), fmt)[0])
+    tie_overflows = not (math.isfinite(tie) and abs(tie) == top)  # ties to even decide this
+    where = f"{'at' if tie_overflows else 'above'} ±{_short(threshold)}"
+    overflows = abs(x) > threshold or (abs(x) == threshold and tie_overflows)
+    beyond = (
+        f"{_short(x)} is beyond the largest finite {name} value, {_short(top)} "
+        f"(rounding to nearest overflows {where})"
+    )
+    sign = "-" if stored < 0 else ""
+    if math.isinf(stored):
+        return f"{beyond}, so it becomes {sign}inf."
+    if math.isnan(stored):
+        if x == 0 or (x < 0 and not fmt.has_sign):
+            what = "zero" if x == 0 else "negative values"
+            return f"{name} has no {what}, so {_short(x)} becomes NaN."
+        if abs(x) < fmt.smallest_subnormal:
+            return (
+                f"{_short(x)} is below {name}'s smallest value {_short(fmt.smallest_subnormal)} and "
+                f"{name} has no zero, so it becomes NaN."
+            )
+        if overflows and not fmt.has_inf:
+            return f"{beyond}; {name} has no infinity, so it becomes NaN."
+        return f"{_short(x)} becomes NaN in {name}."
+    if abs(x) > top and abs(stored) == top:
+        if not overflows:
+            return (
+                f"{_short(x)} is above the largest finite {name} value {_short(top)} by at most half "
+                f"a step (rounding to nearest overflows only {where}), so it rounds to {sign}{_short(top)}."
+            )
+        return f"{beyond}; {name} has {_lacks(fmt)}, so it saturates at {sign}{_short(top)}."
+    smallest = fmt.smallest_subnormal
+    smallest_text = f"{_power_of_two(smallest)} = {_short(smallest)}"
+    if stored == 0 and x != 0:
+        return (
+            f"{_short(x)} underflows to 0: it is below half the smallest positive {name} value, "
+            f"{smallest_text} (rounding to nearest; a subnormal result flushed to 0 by hardware is "
+            "called flush-to-zero)."
+        )
+    if stored == x:
+        text = f"{_short(x)} is exactly representable in {name}"
+    else:
+        text = (
+            f"{_short(x)} is not representable in {name}: it rounds to the nearest value, "
+            f"{_short(stored)} (error {_short(info.rounding_error)}"
+            + (f", {_short(abs(info.relative_error) * 100)}% relative" if info.relative_error else "")
+            + ")"
+        )
+    if info.kind == "subnormal":
+        text += (
+            f"; it is subnormal (below the smallest normal {_power_of_two(fmt.smallest_normal)} = "
+            f"{_short(fmt.smallest_normal)}), with fewer significant bits"
+        )
+    return text + "."

@@ -1,7 +1,15 @@
-"""``explorer.App()``: the controls, the tabs and the background TensorFlow loader."""
+"""``explorer.App()``: the controls, the tabs, and what TensorFlow work runs where.
+
+Building the app imports no TensorFlow.  The registry views come from the data shipped for the
+installed release; TensorFlow's sweep results (Ranges, Accuracy) and its device list
+(Environment) come from disk caches or sandboxed worker processes; probes run in workers.
+The in-process loader (``app.ctx.tf_loader``) starts only when a shown tab cannot work
+without TensorFlow in the kernel, or when asked (training, ``app.ctx.tf_loader.start()``).
+"""
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -31,7 +39,9 @@ class App:
     """The Precision Explorer app: ``explorer.App()`` as the last line of a cell shows it.
 
     ``App(op="exp", dtypes=["float16"], tab="ranges")`` starts with that selection.
-    ``load_tensorflow=False`` skips the background TensorFlow import (tests).
+    TensorFlow is not imported at build; ``load_tensorflow=True`` (the default) lets a shown
+    tab that needs it in this kernel start the background import, ``False`` never does (such
+    a tab then says TensorFlow is not loaded).
     The selection lives in ``app.state`` (an :class:`~explorer.app.state.AppState`);
     widgets are in ``app.controls``; tabs in ``app.tabs`` by key
     (kernels, ranges, accuracy, bits, training, environment, explain).
@@ -46,6 +56,8 @@ class App:
         **selection: Any,
     ) -> None:
         start = time.perf_counter()
+        #: whether a shown tab that needs TensorFlow in this kernel may start its import
+        self.load_tensorflow = load_tensorflow
         self.state = AppState(**selection)
         self.ctx = AppContext(self.state, tf_loader)
         self.controls = Controls(self.state)
@@ -65,7 +77,9 @@ class App:
             "where formats overflow, how accurate backends are, whether mixed precision "
             "trains</span>"
         )
-        self.widget = widgets.VBox([title, self.banner, self.controls.widget, self.tab_widget])
+        from explorer.app.style import stylesheet
+
+        self.widget = widgets.VBox([stylesheet(), title, self.banner, self.controls.widget, self.tab_widget])
         self.widget.add_class("px-app")
 
         for t in self.tabs.values():
@@ -74,12 +88,10 @@ class App:
         self.state.observe(self._on_state_change)
         self.tab_widget.observe(self._on_tab_selected, names="selected_index")
         self.tab_widget.selected_index = list(self.tabs).index(tab)
-        self._update_banner()
+        self.controls.show_fields(self.selected_tab.fields)  # each tab shows only its own controls
         self.ctx.tf_loader.add_done_callback(self._on_tensorflow_loaded)
-        if load_tensorflow:
-            self.ctx.tf_loader.start()
-        self._update_banner()
-        self.selected_tab.refresh()
+        self.ctx.background.listen(self._on_background_done)
+        self._show(self.selected_tab)
         self.startup_seconds = time.perf_counter() - start
 
     # ------------------------------------------------------------------ display
@@ -139,14 +151,35 @@ class App:
             if set(changes) & set(tab.fields):
                 tab.dirty = True
         if selected.dirty:
-            selected.refresh()
+            self._show(selected)
 
     def _on_tab_selected(self, change: dict[str, Any]) -> None:
+        self.controls.show_fields(self.selected_tab.fields)
         if not hasattr(self, "startup_seconds"):
             return  # still building; __init__ renders the first tab itself
         tab = self.selected_tab
         if tab.dirty:
-            tab.refresh()
+            self._show(tab)
+
+    def _show(self, tab: Tab) -> None:
+        """Render ``tab``; one that needs TensorFlow in this kernel starts its import first (when
+        ``load_tensorflow``)."""
+        if tab.needs_tensorflow and self.load_tensorflow and self.ctx.tf_loader.status == "idle":
+            self.ctx.tf_loader.start()
+        self._update_banner()
+        tab.refresh()
+        self._update_banner()
+
+    def _on_background_done(self, topic: str) -> None:
+        """A worker's results arrived (``topic``: ``sweeps`` or ``environment``): redraw what shows them."""
+        from explorer.app.sweeps import SWEEP_TABS, SWEEP_TOPIC
+
+        keys = SWEEP_TABS if topic == SWEEP_TOPIC else (topic,)
+        for key in keys:
+            if key in self.tabs:
+                self.tabs[key].dirty = True
+        if hasattr(self, "startup_seconds") and self.selected_tab.dirty:
+            self._show(self.selected_tab)
 
     def _on_tensorflow_loaded(self, loader: BackgroundLoader) -> None:
         self._update_banner()
@@ -159,17 +192,49 @@ class App:
             except Exception as exc:
                 tab.show_error(exc, "after TensorFlow loaded")
         if hasattr(self, "startup_seconds") and self.selected_tab.dirty:
-            self.selected_tab.refresh()
+            self._show(self.selected_tab)
 
     def _update_banner(self) -> None:
+        """Say what is loaded in this kernel: whether TensorFlow is imported here (read from
+        ``sys.modules``), and where its results come from instead."""
         loader = self.ctx.tf_loader
-        kind = {"loading": "loading", "failed": "error", "ready": "info"}.get(loader.status, "info")
-        text = loader.describe()
-        if loader.status == "loading":
-            waiting = [t.title for t in self.tabs.values() if t.needs_tensorflow]
-            ready = [t.title for t in self.tabs.values() if not t.needs_tensorflow]
+        waiting = [t.title for t in self.tabs.values() if t.needs_tensorflow]
+        imported = "tensorflow" in sys.modules
+        if loader.status == "failed":
+            kind, text = "error", loader.describe()
+        elif loader.status == "loading":
+            kind = "loading"
+            text = (
+                f"{loader.describe()} (in this kernel, for {' and '.join(waiting) or 'a view that asked'})."
+            )
             if waiting:
-                text += f" {', '.join(ready)} work already; {' and '.join(waiting)} fill in when it is ready."
-        elif loader.status == "idle":
-            text = "TensorFlow is not loaded (App(load_tensorflow=False)); TensorFlow views stay empty."
+                text += f" {' and '.join(waiting)} fill in when it is ready."
+        elif loader.status == "ready" or imported:
+            kind = "info"
+            text = (
+                loader.describe() + " in this kernel."
+                if loader.status == "ready"
+                else ("TensorFlow is imported in this kernel.")
+            )
+        else:
+            kind = "info"
+            text = (
+                "TensorFlow is not imported in this kernel"
+                + (
+                    ""
+                    if waiting
+                    else ": its kernel registry comes from the data shipped with explorer or a disk cache"
+                )
+                + "; probes, TensorFlow's sweep results and its device list come from sandboxed worker "
+                "processes (results cached on disk)."
+            )
+            if waiting:
+                text += (
+                    f" {' and '.join(waiting)} need{'s' if len(waiting) == 1 else ''} TensorFlow in this "
+                    + (
+                        "kernel; it loads when shown."
+                        if self.load_tensorflow
+                        else "kernel and stay empty (App(load_tensorflow=False))."
+                    )
+                )
         self.banner.value = message_html(text, kind)

@@ -1,17 +1,30 @@
 """Ranges tab: number lines of the selected formats, and where the selected op overflows,
-underflows, goes subnormal or NaN, per backend, with exact thresholds."""
+underflows, goes subnormal or NaN, per backend, with exact thresholds: one panel per selected
+dtype, side by side (at most :data:`~explorer.app.tab.MAX_PANELS`, the others named)."""
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
-from explorer.app.render import message_html, table_html
+from explorer.app import numbers
+from explorer.app.render import message_html
 from explorer.app.sweeps import cached_sweep, elementwise_op, sweep_backends
-from explorer.app.tab import Tab
+from explorer.app.tab import Panel, Tab, shown_dtypes
+
+#: hover text of the threshold table's empty cells, by column
+MISSING_REASONS = {
+    "first positive": "no positive input of this kind",
+    "last positive": "no positive input of this kind",
+    "first negative": "no negative input of this kind",
+    "last negative": "no negative input of this kind",
+    "rule (bounds included)": "no rule: the backend did not run",
+    "returns": "more distinct results than listed",
+}
 
 
 class RangesTab(Tab):
-    """Number lines + op-aware regions for the first selected dtype."""
+    """Number lines + op-aware regions, one panel per selected dtype."""
 
     title = "Ranges"
     key = "ranges"
@@ -19,7 +32,7 @@ class RangesTab(Tab):
     intro = (
         "Where does this format break? Its number line, and which inputs of the op overflow, "
         "underflow, go subnormal or NaN, with exact thresholds (every value of formats up to 16 "
-        "bits)."
+        "bits), one panel per selected dtype."
     )
 
     def on_tensorflow_loaded(self, app: Any) -> None:
@@ -43,7 +56,26 @@ class RangesTab(Tab):
             )
             return
         backends, note = sweep_backends(self.ctx)
-        dtype = state.dtype
+        dtypes, cap_note = shown_dtypes(state.dtypes)
+        panels = [self._panel(op, dtype, backends) for dtype in dtypes]
+        if len(panels) == 1:
+            panel = panels[0]
+            self.show_cached_figure(panel.key, panel.build, "ranges")
+            self.show_html(format_heading(dtypes[0]) + panel.details)
+        else:
+            self.show_panels(panels, "ranges")
+            self.show_html("")
+        notes = " ".join(n for n in (cap_note, note) if n)
+        if notes:
+            self.show_message(notes, "info")
+        else:
+            self.clear_message()
+
+    def _panel(self, op: Any, dtype: str, backends: tuple[str, ...]) -> Panel:
+        from explorer.analysis import ranges
+        from explorer.plots.ranges import ranges_figure
+
+        line = self.ctx.cache.get(("lines", (dtype,)), lambda: ranges.number_lines([dtype]))
         sweep = cached_sweep(self.ctx, op.name, dtype, backends)
         if op.arity == 1:
             regions = self.ctx.cache.get(
@@ -54,94 +86,147 @@ class RangesTab(Tab):
                 f"{op.name}(x) in {dtype}: kind of every {'' if sweep.exhaustive else 'sampled '}"
                 f"input ({sweep.n_inputs:,} inputs)"
             )
-            self.show_cached_figure(
-                ("unary", state.dtypes, op.name, backends),
-                lambda: ranges_figure(lines, regions, title),
-                "ranges",
+            details = self.ctx.cache.get(
+                ("thresholds-html", op.name, dtype, backends), lambda: thresholds_html(regions)
             )
-            self.show_html(
-                self.ctx.cache.get(
-                    ("thresholds-html", op.name, dtype, backends),
-                    lambda: self._thresholds_html(regions),
-                )
+            return Panel(
+                dtype,
+                ("unary", dtype, op.name, backends),
+                lambda: ranges_figure(line, regions, title),
+                format_heading(dtype),
+                details,
             )
-        else:
-            first = next((b for b, r in sweep.runs.items() if r.ran), None)
-            if first is None:
-                raise ValueError(
-                    f"no selected backend ran {op.name} in {dtype}: "
-                    + "; ".join(f"{b}: {r.status}" for b, r in sweep.runs.items())
-                )
-            bmap = self.ctx.cache.get(
-                ("bmap", op.name, dtype, first), lambda: ranges.binary_map(op.name, dtype, first, 129)
+        first = next((b for b, r in sweep.runs.items() if r.ran), None)
+        if first is None:
+            raise ValueError(
+                f"no selected backend ran {op.name} in {dtype}: "
+                + "; ".join(f"{b}: {r.status}" for b, r in sweep.runs.items())
             )
-            self.show_cached_figure(
-                ("binary", state.dtypes, op.name, first), lambda: ranges_figure(lines, bmap), "ranges"
-            )
-            self.show_html(table_html([{"backend": first, **bmap.counts()}]))
-        if note:
-            self.show_message(note, "info")
-        else:
-            self.clear_message()
-
-    def _thresholds_html(self, regions: dict[str, Any]) -> str:
-        from explorer.analysis.ranges import (
-            KIND_DEFINITIONS,
-            number_line,
-            region_disagreements,
-            threshold_rule,
+        bmap = self.ctx.cache.get(
+            ("bmap", op.name, dtype, first), lambda: ranges.binary_map_from_sweep(sweep, first)
+        )
+        return Panel(
+            dtype,
+            ("binary", dtype, op.name, first),
+            lambda: ranges_figure(line, bmap),
+            format_heading(dtype),
+            numbers.table_html([{"backend": first, **bmap.counts()}]),
         )
 
-        rows = []
-        for name, reg in regions.items():
-            if not reg.ran:
-                rows.append(
-                    {
-                        "backend": name,
-                        "kind": reg.status,
-                        "first positive": "",
-                        "last positive": "",
-                        "first negative": "",
-                        "last negative": "",
-                        "inputs": reg.error[:120],
-                        "rule (bounds included)": "",
-                        "returns": "",
-                    }
-                )
-                continue
-            for kind, entry in reg.thresholds.items():
-                pos, neg = entry.get("positive") or {}, entry.get("negative") or {}
-                few = entry.get("returns_distinct", 0) == len(entry.get("returns", []))
-                rows.append(
-                    {
-                        "backend": name,
-                        "kind": kind,
-                        "first positive": pos.get("min"),
-                        "last positive": pos.get("max"),
-                        "first negative": neg.get("max"),
-                        "last negative": neg.get("min"),
-                        "inputs": entry.get("count"),
-                        "rule (bounds included)": threshold_rule(entry),
-                        "returns": ", ".join(entry.get("returns", [])) if few else "",
-                    }
-                )
-        disagreements = region_disagreements(regions)
-        first = next(iter(regions.values()))
-        line = number_line(first.format)
-        flushed = any("flush_to_zero" in reg.thresholds for reg in regions.values() if reg.ran)
-        text = (
-            "<h4>Thresholds (exact first and last inputs of each kind; the neighbouring inputs are "
-            f"of another kind)</h4>{table_html(rows)}"
-            + message_html(f"{first.format}: {line.underflow_rule}; {line.overflow_rule}", "info")
-            + (message_html(f"flush_to_zero: {KIND_DEFINITIONS['flush_to_zero']}", "info") if flushed else "")
-            + message_html(
-                f"{len(disagreements)} inputs where backends disagree on the kind"
-                + (
-                    f", e.g. x = {disagreements[0]['input']!r}: {disagreements[0]['kinds']}"
-                    if disagreements
-                    else ""
-                ),
-                "info",
-            )
+
+def format_heading(dtype: str) -> str:
+    """A dtype's facts in one line (readable values, exact ones on hover): its largest finite
+    value, where rounding overflows and to what, its smallest subnormal and smallest normal."""
+    from explorer.analysis.ranges import number_line
+
+    line = number_line(dtype)
+    digits = numbers.digits_for(_mantissa_bits(dtype))
+
+    def fact(name: str, label: str, value: float) -> str:
+        return (
+            f"{html.escape(label)} <span class='px-fact px-fact-{name}' "
+            f"title='{html.escape(numbers.exact(value))}'>"
+            f"{html.escape(numbers.readable(value, digits))}</span>"
         )
-        return text
+
+    gives = {"inf": "inf", "nan": "NaN (no infinity)", "saturate": "max (saturates)"}[line.overflow_gives]
+    facts = [
+        fact("max", "max", line.max),
+        fact(
+            "overflow",
+            f"overflow to {gives} from |x| {'≥' if line.overflow_bound_included else '>'}",
+            line.overflow_bound,
+        ),
+        fact("smallest-subnormal", "smallest subnormal", line.smallest_subnormal),
+        fact("smallest-normal", "smallest normal", line.smallest_normal),
+    ]
+    return (
+        f"<div class='px-format-facts' data-dtype='{html.escape(dtype, quote=True)}'>"
+        f"<b>{html.escape(dtype)}</b>: {' · '.join(facts)}</div>"
+    )
+
+
+def _mantissa_bits(dtype: str) -> int:
+    from explorer.formats import resolve
+
+    return resolve(dtype).mantissa_bits
+
+
+def thresholds_html(regions: dict[str, Any]) -> str:
+    """The thresholds table of one dtype's regions (readable values, exact ones on hover), its
+    number-line rules, flush-to-zero named where it happens, and the backends' disagreements."""
+    from explorer.analysis.ranges import (
+        KIND_DEFINITIONS,
+        number_line,
+        region_disagreements,
+        threshold_rule,
+    )
+
+    first = next(iter(regions.values()))
+    digits = numbers.digits_for(_mantissa_bits(first.format))
+
+    def value(column: str, number: Any) -> numbers.Markup:
+        return numbers.Markup(numbers.cell_html(number, MISSING_REASONS.get(column, ""), digits))
+
+    def kind_cell(kind: str) -> numbers.Markup:
+        return numbers.Markup(numbers.text_html(kind, KIND_DEFINITIONS.get(kind, "")))
+
+    rows: list[dict[str, Any]] = []
+    for name, reg in regions.items():
+        if not reg.ran:
+            reason = f"{name} did not run: {reg.status}"
+            rows.append(
+                {
+                    "backend": name,
+                    "kind": reg.status,
+                    **{
+                        c: numbers.Markup(numbers.cell_html(None, reason))
+                        for c in ("first positive", "last positive", "first negative", "last negative")
+                    },
+                    "inputs": reg.error[:120] or None,
+                    "rule (bounds included)": None,
+                    "returns": None,
+                }
+            )
+            continue
+        for kind, entry in reg.thresholds.items():
+            pos, neg = entry.get("positive") or {}, entry.get("negative") or {}
+            few = entry.get("returns_distinct", 0) == len(entry.get("returns", []))
+            rows.append(
+                {
+                    "backend": name,
+                    "kind": kind_cell(kind),
+                    "first positive": value("first positive", pos.get("min")),
+                    "last positive": value("last positive", pos.get("max")),
+                    "first negative": value("first negative", neg.get("max")),
+                    "last negative": value("last negative", neg.get("min")),
+                    "inputs": entry.get("count"),
+                    "rule (bounds included)": threshold_rule(entry) or None,
+                    "returns": ", ".join(entry.get("returns", [])) if few else None,
+                }
+            )
+    disagreements = region_disagreements(regions)
+    line = number_line(first.format)
+    flushed = sorted(name for name, reg in regions.items() if reg.ran and "flush_to_zero" in reg.thresholds)
+    return (
+        "<h4>Thresholds (exact first and last inputs of each kind; the neighbouring inputs are "
+        "of another kind; hover a value for its exact value, a kind for its definition)</h4>"
+        + numbers.table_html(rows, missing_reasons=MISSING_REASONS)
+        + message_html(f"{first.format}: {line.underflow_rule}; {line.overflow_rule}", "info")
+        + (
+            message_html(
+                f"flush-to-zero on {', '.join(flushed)}: {KIND_DEFINITIONS['flush_to_zero']}", "info"
+            )
+            if flushed
+            else ""
+        )
+        + message_html(
+            f"{len(disagreements)} inputs where backends disagree on the kind"
+            + (
+                f", e.g. x = {disagreements[0]['input']!r}: {disagreements[0]['kinds']}"
+                if disagreements
+                else ""
+            ),
+            "info",
+        )
+    )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -14,6 +16,44 @@ from explorer.app.jobs import Job
 
 if TYPE_CHECKING:
     from explorer.app.context import AppContext
+
+
+#: Most dtypes a side-by-side tab (Ranges, Accuracy) shows at once; more are named in a note.
+MAX_PANELS = 4
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One dtype's part of a side-by-side view: a heading, a figure (drawn once per ``key``) and
+    the dtype's own details (HTML, already escaped)."""
+
+    dtype: str
+    #: everything the figure depends on (the figure cache key)
+    key: Hashable
+    #: draws the figure (a matplotlib Figure or Axes)
+    build: Callable[[], Any]
+    #: the heading, as HTML (escaped)
+    heading: str = ""
+    #: the dtype's details below its figure, as HTML (escaped)
+    details: str = ""
+
+
+def shown_dtypes(dtypes: tuple[str, ...], limit: int = MAX_PANELS) -> tuple[tuple[str, ...], str]:
+    """The dtypes a side-by-side view shows (the first ``limit``), and a note naming the others
+    ("" when all are shown).
+
+    >>> shown_dtypes(("float16", "bfloat16"))
+    (('float16', 'bfloat16'), '')
+    >>> shown_dtypes(tuple("abcdef"), 4)[1]
+    'Showing the first 4 of 6 selected dtypes side by side; not shown: e, f (deselect some to see them).'
+    """
+    shown, rest = tuple(dtypes[:limit]), tuple(dtypes[limit:])
+    if not rest:
+        return shown, ""
+    return shown, (
+        f"Showing the first {len(shown)} of {len(dtypes)} selected dtypes side by side; not shown: "
+        f"{', '.join(rest)} (deselect some to see them)."
+    )
 
 
 class NotAvailableYet(Exception):
@@ -44,6 +84,8 @@ class Tab:
         self.render_count = 0
         self.last_render_seconds: float | None = None
         self._figure: Any = None
+        #: the figure of each dtype a side-by-side view shows (empty for a single figure)
+        self._figures: dict[str, Any] = {}
         self._render_lock = threading.RLock()
         self._message_shown = False
 
@@ -123,6 +165,7 @@ class Tab:
         """Show a matplotlib Figure (or Axes) as the tab's plot."""
         fig = render.as_figure(fig)
         self._figure = fig
+        self._figures = {}
         self.plot.outputs = (render.figure_bundle(fig, alt or self.title),)
         self.export_link.value = ""
 
@@ -135,12 +178,44 @@ class Tab:
 
         fig, bundle = self.ctx.figures.get((self.key, key), draw)
         self._figure = fig
+        self._figures = {}
         self.plot.outputs = (bundle,)
+        self.export_link.value = ""
+
+    def show_panels(self, panels: list[Panel], alt: str = "") -> None:
+        """Show one panel per dtype side by side (a grid that wraps on narrow screens): its heading,
+        its figure (drawn once per panel key) and its details.  Export then offers every figure."""
+        if not panels:
+            raise ValueError("show_panels needs at least one panel")
+        figures: dict[str, Any] = {}
+        cells = []
+        for panel in panels:
+
+            def draw(panel: Panel = panel) -> tuple[Any, dict[str, Any]]:
+                fig = render.as_figure(panel.build())
+                return fig, render.figure_bundle(fig, alt or self.title)
+
+            fig, bundle = self.ctx.figures.get((self.key, panel.key), draw)
+            figures[panel.dtype] = fig
+            png = bundle["data"]["image/png"]
+            name = html.escape(panel.dtype, quote=True)
+            cells.append(
+                f"<div class='px-panel' data-dtype='{name}'>"
+                f"<div class='px-panel-heading'>{panel.heading or f'<b>{name}</b>'}</div>"
+                f"<img alt='{html.escape(alt or self.title, quote=True)} ({name})' "
+                f"src='data:image/png;base64,{png}' style='max-width:100%;height:auto'/>"
+                f"<div class='px-panel-details'>{panel.details}</div></div>"
+            )
+        self._figures = figures
+        self._figure = next(iter(figures.values()))
+        markup = f"<div class='px-panels'>{''.join(cells)}</div>"
+        self.plot.outputs = (render.html_bundle(markup, f"{len(panels)} panels: {', '.join(figures)}"),)
         self.export_link.value = ""
 
     def clear_figure(self) -> None:
         """Remove the plot."""
         self._figure = None
+        self._figures = {}
         self.plot.outputs = ()
 
     def show_html(self, markup: str) -> None:
@@ -168,21 +243,37 @@ class Tab:
         """The figure shown now (None if none)."""
         return self._figure
 
-    def export(self, fmt: str = "png") -> bytes:
-        """The current figure as PNG or SVG bytes (ValueError when there is none)."""
-        if self._figure is None:
+    @property
+    def figures(self) -> dict[str, Any]:
+        """The figure of each dtype shown side by side (``{}`` when the tab shows one figure)."""
+        return dict(self._figures)
+
+    def export(self, fmt: str = "png", dtype: str | None = None) -> bytes:
+        """The current figure as PNG or SVG bytes (ValueError when there is none); in a
+        side-by-side view, the figure of ``dtype`` (the first shown when None)."""
+        figure = self._figure
+        if dtype is not None:
+            if dtype not in self._figures:
+                shown = ", ".join(self._figures) or "none (one figure)"
+                raise ValueError(f"the {self.title} tab shows no figure for {dtype!r}; shown: {shown}")
+            figure = self._figures[dtype]
+        if figure is None:
             raise ValueError(f"the {self.title} tab shows no figure to export yet")
-        return render.figure_bytes(self._figure, fmt, dpi=150, tight=True)
+        return render.figure_bytes(figure, fmt, dpi=150, tight=True)
 
     def _export(self, fmt: str) -> None:
+        mime = "image/png" if fmt == "png" else "image/svg+xml"
+        dtypes = list(self._figures) or [self.state.dtype]
+        links = []
         try:
-            data = self.export(fmt)
+            for dtype in dtypes:
+                data = self.export(fmt, dtype if self._figures else None)
+                name = f"precision-explorer-{self.key}-{self.state.op}-{dtype}.{fmt}"
+                links.append(render.download_link(data, name, mime))
         except Exception as exc:
             self.export_link.value = render.message_html(render.error_message(exc), "warning")
             return
-        mime = "image/png" if fmt == "png" else "image/svg+xml"
-        name = f"precision-explorer-{self.key}-{self.state.op}-{self.state.dtype}.{fmt}"
-        self.export_link.value = render.download_link(data, name, mime)
+        self.export_link.value = "<span class='px-download-links'>" + " ".join(links) + "</span>"
 
     # ------------------------------------------------------------------ jobs
 
