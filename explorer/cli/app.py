@@ -10,7 +10,11 @@ Workshop mode:
 - only requests for 127.0.0.1, localhost, [::1] (and ``--allow-host`` names) are
   answered: others get 403, which stops DNS-rebinding pages from reaching the server;
 - the page is served from a template without the CDN icon font, so a room without
-  internet sees the app intact.
+  internet sees the app intact;
+- at most ``--training-slots`` training runs (worker processes) train at once on the
+  machine, whichever visitor started them; the others wait in a first-come-first-served
+  queue (:mod:`explorer.analysis.training.queue`).  The setting reaches every kernel as
+  ``$PX_TRAINING_SLOTS`` in Voila's environment, which the kernels inherit.
 
 Voila runs as ``python -m explorer.server.voila_main`` (Voila plus the Host guard and the
 kernel cap, see :mod:`explorer.server.voila_main`) in a session of its own; SIGTERM,
@@ -35,7 +39,10 @@ from explorer.server.limits import default_max_kernels
 
 VERB = "app"
 HELP = "serve the explorer app with Voila on 127.0.0.1 (workshop mode: idle kernels culled, works offline)"
-JSON_RESULT = "with --dry-run only: {command: [the Voila command line], url: the address it serves}"
+JSON_RESULT = (
+    "with --dry-run only: {command: [the Voila command line], url: the address it serves, "
+    "env: {PX_TRAINING_SLOTS: the training slots}}"
+)
 EXIT_OTHER = "Voila's own exit status once it stops"
 
 #: The template Voila serves: Voila's lab template minus its CDN icon-font links.
@@ -166,9 +173,17 @@ def voila_env(template_root: Path | None) -> dict[str, str]:
     return env
 
 
+def training_slots(args: argparse.Namespace) -> int:
+    """``--training-slots``, else ``$PX_TRAINING_SLOTS``, else the default (half the cores)."""
+    from explorer.analysis.training.queue import configured_slots
+
+    return int(args.training_slots) if args.training_slots is not None else configured_slots()
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options."""
-    from explorer.cli import add_json_argument
+    from explorer.analysis.training.queue import MAX_SLOTS, SLOTS_ENV, default_slots
+    from explorer.cli import add_json_argument, bounded_int
 
     parser.add_argument("--port", type=int, default=8866, help="port on 127.0.0.1 (default 8866)")
     parser.add_argument(
@@ -195,6 +210,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="most visitors (kernels, ~0.7 GB each) at once; the next one gets a 'full' page "
         f"(default: what 3/4 of the memory holds, at most 40; here {default_max_kernels()})",
+    )
+    parser.add_argument(
+        "--training-slots",
+        type=bounded_int(1, MAX_SLOTS),
+        default=None,
+        metavar="K",
+        help="most training runs (one worker process per policy) at once on this machine, for all "
+        f"visitors together; the others queue (default ${SLOTS_ENV}, else half the cores: here "
+        f"{default_slots()})",
     )
     parser.add_argument(
         "--allow-host",
@@ -247,9 +271,12 @@ def run(args: argparse.Namespace) -> int:
     the offline template and Voila's connection files in one ``px-voila-*`` temporary
     directory that is removed however the run ends.
     """
+    from explorer.analysis.training.queue import SLOTS_ENV
     from explorer.server.process_tree import supervise
 
     check_options(args)
+    # for every kernel; a bad $PX_TRAINING_SLOTS is a one-line error before anything starts
+    kernel_env = {SLOTS_ENV: str(training_slots(args))}
     if args.json and not args.dry_run:
         raise ValueError("--json needs --dry-run: a running Voila server prints no JSON")
     notebook = Path(args.notebook) if args.notebook is not None else find_notebook()
@@ -260,13 +287,13 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             from explorer.cli import print_json
 
-            print_json({"command": cmd, "url": f"http://127.0.0.1:{args.port}/"})
+            print_json({"command": cmd, "url": f"http://127.0.0.1:{args.port}/", "env": kernel_env})
         else:
-            print(shlex.join(cmd))
+            print(shlex.join([f"{k}={v}" for k, v in kernel_env.items()] + cmd))
         return 0
     with tempfile.TemporaryDirectory(prefix="px-voila-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         template_root = None if args.cdn_template else write_offline_template(work)
         cmd = _command(args, notebook, work)
         print(f"Serving {notebook} at http://127.0.0.1:{args.port}/ (Ctrl-C to stop)", flush=True)
-        return supervise(cmd, env=voila_env(template_root))
+        return supervise(cmd, env={**voila_env(template_root), **kernel_env})

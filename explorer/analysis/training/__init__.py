@@ -60,7 +60,14 @@ The code is split by what it holds, and every name is re-exported here:
 - :mod:`~explorer.analysis.training.data`: the digits (``load_digits_data``);
 - :mod:`~explorer.analysis.training.keras_loop`: Keras' global state, the model,
   the optimizer and the training loop (``train``, ``run_policies``);
-- :mod:`~explorer.analysis.training.job`: ``start_training``.
+- :mod:`~explorer.analysis.training.job`: ``start_training`` (in this process, in a thread);
+- :mod:`~explorer.analysis.training.queue`: the machine-wide first-come-first-served queue
+  of training runs (SQLite, ``$PX_TRAINING_SLOTS`` slots) shared by every visitor's kernel;
+- :mod:`~explorer.analysis.training.workers`: one run in a worker process of its own, its
+  records streamed back through a pipe;
+- :mod:`~explorer.analysis.training.parallel`: ``train_in_workers``, several runs side by
+  side through the queue (what the app's Training tab uses: its kernel never imports
+  TensorFlow).
 
 >>> from explorer.analysis.training import POLICY_NAMES
 >>> POLICY_NAMES[:2]
