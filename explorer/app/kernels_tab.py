@@ -22,12 +22,15 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from explorer.app.heatmap import KernelHeatmap
 from explorer.app.jobs import Job, JobContext
 from explorer.app.render import message_html, table_html
 from explorer.app.tab import NotAvailableYet, Tab
 from explorer.backends import MODES
 from explorer.ops import catalog
-from explorer.plots.availability import STATUS_COLORS, kernel_heatmap, kernel_panels, styled_table
+from explorer.plots.availability import kernel_heatmap, kernel_panels, styled_table
+from explorer.plots.kernel_grid import KernelGrid, kernel_grid
+from explorer.plots.palette import OUTLINE, STATUS_COLORS, STATUS_GLYPHS, text_color
 from explorer.textsafety import strip_control
 
 #: most history strips shown at once (an op with many raw ops x many dtypes)
@@ -77,9 +80,7 @@ class KernelsTab(Tab):
         self.probe_button.add_class("px-probe")
         self.probe_button.on_click(lambda _: self.start_probe())
         self.panel = self.job_panel()
-        self.upload = widgets.FileUpload(accept=".json", multiple=False, description="Load snapshot")
-        self.upload.add_class("px-snapshot-upload")
-        self.upload.observe(self._uploaded, names="value")
+        self.upload = self._new_upload()
         self.use_local = widgets.Button(description="Back to this machine", disabled=True)
         self.use_local.add_class("px-snapshot-clear")
         self.use_local.on_click(lambda _: self.clear_snapshot())
@@ -93,16 +94,23 @@ class KernelsTab(Tab):
         self.save_button.on_click(lambda _: self._offer_snapshot())
         self.save_link = widgets.HTML("").add_class("px-snapshot-link")
         self.key_html = widgets.HTML(_status_key_html())
+        self.snapshot_bar = widgets.HBox([self.upload, self.use_local, self.save_button, self.save_link])
         self.toolbar.children = [
             widgets.HBox([self.scope, self.probe_button]),
             self.panel.widget,
-            widgets.HBox([self.upload, self.use_local, self.save_button, self.save_link]),
+            self.snapshot_bar,
             self.snapshot_label,
             self.key_html,
         ]
         self.history_box = widgets.HTML("").add_class("px-kernels-history")
+        #: the interactive heatmap (shown in ``self.plot``); a click shows the cell in ``cell_details``
+        self.heatmap = KernelHeatmap(on_click=self.select_cell)
+        self.cell_details = widgets.HTML("").add_class("px-kernels-cell")
+        self._heatmap_shown = False
+        self._shown: tuple[Any, list[tuple[str, str, str]], str] | None = None
         children = list(self.widget.children)
         children.insert(children.index(self.status) + 1, self.history_box)
+        children.insert(children.index(self.plot) + 1, self.cell_details)
         self.widget.children = tuple(children)
         self.job: Job | None = None
         self.snapshot: Any = None
@@ -147,21 +155,71 @@ class KernelsTab(Tab):
             ("targets", tuple(ops)), lambda: availability.resolve_targets(ops, self.registry())
         )
 
-    def declared_frame(self, ops: list[str], dtypes: tuple[str, ...]) -> Any:
-        """Registry rows (mode ``registry``) for ``ops`` × TensorFlow's dtypes among ``dtypes``."""
+    def declared_frame(
+        self, ops: list[str], dtypes: tuple[str, ...], devices: tuple[str, ...] | None = None
+    ) -> Any:
+        """Registry rows (mode ``registry``) for ``ops`` × TensorFlow's dtypes among ``dtypes`` on
+        ``devices`` (default: the selected device)."""
         import pandas as pd
 
         from explorer.analysis import availability
 
         reg = self.registry()
         tf_dtypes = [d for d in dtypes if d in reg.float_dtypes]
-        key = ("declared", tuple(ops), tuple(tf_dtypes), self.state.device)
+        devices = devices or (self.state.device,)
+        key = ("declared", tuple(ops), tuple(tf_dtypes), tuple(devices))
 
         def compute() -> Any:
-            rows = availability.declared_rows(reg, self._targets(ops), tf_dtypes, [self.state.device])
+            rows = availability.declared_rows(reg, self._targets(ops), tf_dtypes, list(devices))
             return pd.DataFrame(rows, columns=list(availability.ROW_KEYS) + list(availability.EXTRA_KEYS))
 
         return self.ctx.cache.get(key, compute)
+
+    def torch_declared_frame(self, ops: list[str], dtypes: tuple[str, ...], devices: tuple[str, ...]) -> Any:
+        """What PyTorch's OpInfo declares (rows of backend ``torch``, mode ``registry``) for the
+        catalog ops among ``ops`` × ``dtypes`` on ``devices``; None when PyTorch is not installed."""
+        import pandas as pd
+
+        from explorer.analysis import availability, torch_declared
+        from explorer.backends import get_backend
+
+        if not get_backend("torch").is_installed():
+            return None
+
+        def compute() -> Any:
+            data = torch_declared.opinfo_data()
+            names = [o for o in ops if o in catalog()]
+            formats = [d for d in dtypes if d in torch_declared.TORCH_FORMATS]
+            table = {(r["op"], r["format"]): r for r in torch_declared.declared_rows(data, names, formats)}
+            targets = [t for t in self._targets(ops) if t.catalog]
+            rows = availability.torch_declared_rows(targets, list(dtypes), list(devices), table)
+            return pd.DataFrame(rows, columns=list(availability.ROW_KEYS) + list(availability.EXTRA_KEYS))
+
+        return self.ctx.cache.get(("torch-declared", tuple(ops), tuple(dtypes), tuple(devices)), compute)
+
+    def machine_has_gpu(self) -> bool:
+        """Whether this machine has a GPU (a driver lists one:
+        :func:`explorer.analysis.envcache.environment`)."""
+        from explorer.analysis import envcache
+
+        return bool(
+            self.ctx.cache.get(("machine-gpus",), lambda: tuple(envcache.environment().get("gpus") or ()))
+        )
+
+    def declared_beside(self, ops: list[str], dtypes: tuple[str, ...], devices: tuple[str, ...]) -> list[Any]:
+        """Declared frames (TensorFlow's registry, PyTorch's OpInfo) of the selected backends on
+        ``devices``."""
+        frames = []
+        if "tensorflow" in self.state.backends:
+            frames.append(self.declared_frame(ops, dtypes, devices))
+        if "torch" in self.state.backends:
+            try:
+                torch_rows = self.torch_declared_frame(ops, dtypes, devices)
+            except RuntimeError:
+                torch_rows = None
+            if torch_rows is not None:
+                frames.append(torch_rows)
+        return [f for f in frames if len(f)]
 
     def probes(self, ops: list[str], dtypes: tuple[str, ...], mode: str) -> list[Any]:
         """The probes (backend × catalog op × dtype × device × mode) the selection shows."""
@@ -248,10 +306,18 @@ class KernelsTab(Tab):
                     "eager/xla to see probed runs of the other backends.",
                     "info",
                 )
-            frame = self.declared_frame(ops, dtypes)
+            import pandas as pd
+
+            frames = [self.declared_frame(ops, dtypes, ("CPU", "GPU"))]
+            frames += [
+                f
+                for f in self.declared_beside(ops, dtypes, ("CPU", "GPU"))
+                if set(f["backend"]) != {"tensorflow"}
+            ]
+            frame = pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
             non_tf = [d for d in dtypes if d not in self.registry().float_dtypes]
             note = f"TensorFlow has no dtype for {', '.join(non_tf)}. " if non_tf else ""
-            self._render_rows(frame, source="registry", note=note)
+            self._render_rows(frame, source="registry", note=note + self._gpu_note(frame))
             return
         if self.state.op not in catalog():
             raise NotAvailableYet(
@@ -259,6 +325,7 @@ class KernelsTab(Tab):
                 "describes it (mode registry), but there is no catalog call to probe."
             )
         frame, missing = self.probed_frame(ops, dtypes, mode)
+        frame = self._with_declared_gpu(frame, ops, dtypes, mode)
         note = (
             f"{missing} cells are not probed yet on this machine — press “Probe now” "
             "(runs in the background, results are cached). "
@@ -270,7 +337,38 @@ class KernelsTab(Tab):
             self.show_html("")
             self.show_message(note + "Nothing probed yet for this selection.", "info")
             return
-        self._render_rows(frame, source="probed", note=note)
+        self._render_rows(frame, source="probed", note=note + self._gpu_note(frame))
+
+    def _with_declared_gpu(self, frame: Any, ops: list[str], dtypes: tuple[str, ...], mode: str) -> Any:
+        """Probed rows with the declared GPU rows beside them (TensorFlow's registry for ``mode``'s
+        GPU device type, PyTorch's OpInfo for CUDA) when the probes ran on the CPU of a machine
+        without a GPU; the rows themselves are unchanged."""
+        import pandas as pd
+
+        from explorer.analysis.registry import registry_device
+
+        if self.state.device != "CPU" or self.machine_has_gpu():
+            return frame
+        device_type = registry_device("GPU", mode)
+        beside = [
+            f[(f["backend"] != "tensorflow") | (f["device"] == device_type)]
+            for f in self.declared_beside(ops, dtypes, ("GPU",))
+        ]
+        beside = [f for f in beside if len(f)]
+        if not beside or frame is None:
+            return frame
+        return pd.concat([frame, *beside], ignore_index=True)
+
+    def _gpu_note(self, rows: Any) -> str:
+        """Said once, when GPU cells are shown on a machine without a GPU."""
+        if rows is None or not len(rows) or self.machine_has_gpu():
+            return ""
+        if not rows["device"].astype(str).str.contains("GPU").any():
+            return ""
+        return (
+            "GPU cells are declared by the registry (TensorFlow's kernel registry, PyTorch's OpInfo), "
+            "not run: this machine has no GPU; declared cells show their letter in brackets. "
+        )
 
     def _render_rows(self, rows: Any, source: str, note: str = "") -> None:
         if rows is None or len(rows) == 0:
@@ -291,15 +389,76 @@ class KernelsTab(Tab):
             self.state.op,
             _frame_stamp(rows),
         )
-        self.show_cached_figure(
-            key, lambda: kernel_heatmap(rows, panels, highlight=self.state.op), "kernel availability"
-        )
+        grid = self.ctx.cache.get(("kernels-grid", key), lambda: kernel_grid(rows, panels))
+        self.show_heatmap(grid, rows, panels)
         self.show_html(self.ctx.cache.get(("kernels-details", key), lambda: self._details_html(rows, source)))
         what = {
             "registry": "declared by TensorFlow's kernel registry (device types as the registry names them)",
             "probed": "probed by running each op in a sandboxed worker (cached on disk)",
         }.get(source, source)
         self.show_message(f"{note}Showing {len(ops)} ops × {len(self.state.dtypes)} dtypes, {what}.", "info")
+
+    def show_heatmap(self, grid: KernelGrid, rows: Any, panels: list[tuple[str, str, str]]) -> None:
+        """Redraw the interactive heatmap with ``grid`` (its widget is put in the plot area once);
+        the figure for export is drawn only when asked for (:meth:`export`)."""
+        self.heatmap.show(grid, highlight=self.state.op)
+        self._shown = (rows, panels, self.state.op)
+        self._figure = None
+        self.cell_details.value = ""
+        if not self._heatmap_shown:
+            self.plot.outputs = (
+                {
+                    "output_type": "display_data",
+                    "data": {
+                        "application/vnd.jupyter.widget-view+json": {
+                            "model_id": self.heatmap.widget.model_id,
+                            "version_major": 2,
+                            "version_minor": 0,
+                        },
+                        "text/plain": f"<kernels heatmap: {grid.shape[0]} ops x {grid.shape[1]} columns>",
+                    },
+                    "metadata": {},
+                },
+            )
+            self._heatmap_shown = True
+        self.export_link.value = ""
+
+    def clear_figure(self) -> None:
+        """Remove the heatmap (and the figure for export)."""
+        super().clear_figure()
+        self._heatmap_shown = False
+        self._shown = None
+        self.cell_details.value = ""
+
+    def export(self, fmt: str = "png", dtype: str | None = None) -> bytes:
+        """The shown heatmap as a PNG or SVG figure (matplotlib, drawn now from the shown rows)."""
+        if self._shown is not None and self._figure is None:
+            rows, panels, op = self._shown
+            self._figure = kernel_heatmap(rows, panels, highlight=op)
+        return super().export(fmt, dtype)
+
+    def select_cell(self, i: int, j: int) -> None:
+        """Show cell ``(i, j)`` of the heatmap (what a click does): its status, full error,
+        explanation and workaround below the heatmap, and its release history."""
+        grid = self.heatmap.grid
+        if grid is None or not (0 <= i < grid.shape[0] and 0 <= j < grid.shape[1]):
+            return
+        self.cell_details.value = _cell_html(grid, i, j)
+        column = grid.columns[j]
+        raws = [str(r["raw_op"]) for r in grid.records(i, j) if r.get("raw_op")]
+        raw_ops = tuple(dict.fromkeys(x for raw in raws for x in raw.split(",") if x))
+        if column.backend != "tensorflow" or not raw_ops:
+            return
+        from explorer.analysis.registry import registry_device
+
+        device_type = column.device if column.declared else registry_device(column.device, column.mode)
+        try:
+            key = ("history", raw_ops, (column.dtype,), device_type)
+            self.history_box.value = str(
+                self.ctx.cache.get(key, lambda: _history_strips(raw_ops, (column.dtype,), device_type))
+            )
+        except Exception as exc:
+            self.history_box.value = message_html(f"No release history for this cell: {exc}", "warning")
 
     def _details_html(self, rows: Any, source: str) -> str:
         op = self.state.op
@@ -458,12 +617,33 @@ class KernelsTab(Tab):
         name = f"kernels-{self.state.op}-{self.state.device}.json"
         self.save_link.value = download_link(data, name, "application/json")
 
+    def _new_upload(self) -> widgets.FileUpload:
+        """A fresh upload button.  Each upload gets a new one: resetting ``value`` from Python does
+        not reach the page (ipywidgets drops a kernel update of a value the page has just sent), so
+        the page kept the old file and the same file uploaded again changed nothing."""
+        upload = widgets.FileUpload(
+            accept=".json",
+            multiple=False,
+            description="Load snapshot",
+            tooltip="load a kernels snapshot (.json) saved on another machine with Save snapshot "
+            "or precision-explorer kernels --save",
+        )
+        upload.add_class("px-snapshot-upload")
+        upload.observe(self._uploaded, names="value")
+        return upload
+
+    def _replace_upload(self) -> None:
+        old, self.upload = self.upload, self._new_upload()
+        self.snapshot_bar.children = tuple(self.upload if c is old else c for c in self.snapshot_bar.children)
+        old.unobserve(self._uploaded, names="value")
+        old.close()
+
     def _uploaded(self, change: dict[str, Any]) -> None:
         files = change["new"]
         if not files:
             return
         item = files[0]
-        name = Path(str(item.get("name") or "snapshot.json")).name
+        name = strip_control(Path(str(item.get("name") or "snapshot.json")).name)[:200] or "snapshot.json"
         try:
             from explorer.analysis.snapshot import parse_snapshot
 
@@ -474,17 +654,23 @@ class KernelsTab(Tab):
         except Exception as exc:
             self.show_error(exc, f"could not load {name}")
         finally:
-            self.upload.value = ()  # uploading the same file again is a new upload
+            self._replace_upload()  # uploading the same file again is a new upload
 
     def load_snapshot_file(self, path: str | Path, name: str | None = None) -> None:
         """Show a snapshot JSON saved on another machine (``precision-explorer kernels --save``);
         the file is only read."""
         from explorer.analysis.snapshot import load_snapshot
 
+        shown = name or Path(path).name
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = load_snapshot(path)
-        self.show_snapshot(result, name or Path(path).name, [str(w.message) for w in caught])
+            try:
+                result = load_snapshot(path)
+            except (ValueError, OSError) as exc:  # name the user's file, not where it was stored
+                text = str(exc).replace(str(path), shown).replace(str(Path(path).parent), "")
+                raise ValueError(text) from None
+        notes = [str(w.message).replace(str(path), shown) for w in caught]
+        self.show_snapshot(result, shown, notes)
 
     def show_snapshot(self, result: Any, name: str, notes: list[str] | None = None) -> None:
         """Show a checked snapshot (an AvailabilityResult) instead of this machine's results."""
@@ -583,9 +769,46 @@ def _frame_stamp(rows: Any) -> tuple[int, int]:
 
 
 def _status_key_html() -> str:
+    """The key: each status's colour and glyph, and how a declared cell is marked."""
     items = "".join(
-        f"<span style='display:inline-block;width:12px;height:12px;background:{c};margin:0 4px 0 10px;"
-        f"vertical-align:middle;border:1px solid #999'></span>{s}"
+        f"<span style='display:inline-block;min-width:16px;text-align:center;background:{c};"
+        f"color:{text_color(c)};margin:0 4px 0 10px;border:1px solid {OUTLINE};font-weight:bold'>"
+        f"{html.escape(STATUS_GLYPHS[s])}</span>{html.escape(s)}"
         for s, c in STATUS_COLORS.items()
     )
-    return f"<div class='px-key' style='font-size:85%'>{items}</div>"
+    declared = (
+        "<span style='margin-left:10px'><b>(+)</b> letter in brackets: declared by a registry, not run</span>"
+    )
+    return f"<div class='px-key' style='font-size:85%'>{items}{declared}</div>"
+
+
+def _cell_html(grid: KernelGrid, i: int, j: int) -> str:
+    """One clicked cell: where it is, its status (declared or ran), and for every row behind it the
+    explanation, the full error and the workaround (all escaped)."""
+    column = grid.columns[j]
+    status = grid.status(i, j)
+    where = f"{grid.ops[i]} · {column.dtype} · {column.backend} · {column.panel_label}"
+    how = "declared by the registry, not run here" if column.declared else "ran here"
+    parts = [
+        f"<div class='px-cell-details' style='border:1px solid {OUTLINE};padding:6px;margin:4px 0'>"
+        f"<b>{html.escape(where)}</b>: "
+        f"<span class='px-cell-status'>{html.escape(status or 'not asked for')}</span> ({html.escape(how)})"
+    ]
+    for r in grid.records(i, j)[:6]:
+        raw = html.escape(str(r.get("raw_op") or ""))
+        parts.append(f"<div class='px-cell-row'><i>{raw}</i> {html.escape(str(r.get('status') or ''))}")
+        if r.get("explanation"):
+            parts.append(f"<p class='px-cell-explanation'>{html.escape(str(r['explanation']))}</p>")
+        if r.get("error"):
+            parts.append(
+                "<pre class='px-cell-error' style='white-space:pre-wrap;font-size:85%;max-height:240px;"
+                f"overflow:auto'>{html.escape(str(r['error']))}</pre>"
+            )
+        if r.get("workaround"):
+            parts.append(
+                f"<p><b>Workaround</b>: {html.escape(str(r.get('workaround_how') or ''))}</p>"
+                "<pre class='px-cell-workaround' style='background:#f6f6f6;padding:6px'>"
+                f"{html.escape(str(r['workaround']))}</pre>"
+            )
+        parts.append("</div>")
+    return "".join(parts) + "</div>"

@@ -67,7 +67,8 @@ def message_html(text: str, kind: str = "info", detail: str = "") -> str:
     """A short styled message: ``kind`` in info, warning, error, loading."""
     if kind not in ("info", "warning", "error", "loading"):
         raise ValueError(f"unknown message kind {kind!r}; valid kinds: info, warning, error, loading")
-    colours = {"info": "#1f5fa8", "warning": "#8a5a00", "error": "#a00000", "loading": "#555555"}
+    from explorer.plots.palette import MESSAGE_COLORS as colours
+
     body = (
         f"<div class='px-msg px-msg-{kind}' style='color:{colours[kind]};padding:4px 0'>{html.escape(text)}"
     )

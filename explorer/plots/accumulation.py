@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-ACCUMULATOR_COLORS: dict[str, str] = {"format": "#d73027", "float32": "#4575b4", "float64": "#1a1a1a"}
+from explorer.plots.palette import ACCUMULATOR_COLORS, GUIDE_LINE
 
 
 def plot_running_sum(study: Any, ax: Any = None) -> Any:
@@ -47,7 +47,11 @@ def plot_running_sum(study: Any, ax: Any = None) -> Any:
                 color=colour,
             )
     ax.axhline(
-        study.exact_final, color="grey", linewidth=0.8, linestyle=":", label=f"exact: {study.exact_final:.6g}"
+        study.exact_final,
+        color=GUIDE_LINE,
+        linewidth=0.8,
+        linestyle=":",
+        label=f"exact: {study.exact_final:.6g}",
     )
     ax.set_xlabel("number of terms N")
     ax.set_ylabel("running sum" if hasattr(study, "distribution") else "running dot product")

@@ -10,12 +10,7 @@ from typing import Any
 
 import numpy as np
 
-BACKEND_STYLES: dict[str, tuple[str, str]] = {
-    "numpy": ("#1f77b4", "o"),
-    "tensorflow": ("#ff7f0e", "x"),
-    "emulated": ("#2ca02c", "+"),
-    "torch": ("#d62728", "s"),
-}
+from explorer.plots.palette import BACKEND_STYLES, GUIDE_LINE
 
 #: the y axis of each measure (one line each, as ``explorer.analysis.accuracy.DEFINITIONS``)
 MEASURE_LABELS: dict[str, str] = {
@@ -74,7 +69,7 @@ def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000, measur
     from explorer.formats import resolve
 
     if measure == "ulp_error" and values:
-        ax.axhline(0.5, color="grey", linestyle="--", linewidth=0.8)
+        ax.axhline(0.5, color=GUIDE_LINE, linestyle="--", linewidth=0.8)
     # linear through the subnormals, logarithmic from the smallest normal on
     ax.set_xscale("symlog", linthresh=resolve(result.format).smallest_normal)
     # linear up to 1 (where every correctly rounded ulp_error lies), logarithmic above

@@ -11,22 +11,29 @@ from collections.abc import Sequence
 from typing import Any
 
 from explorer.outcome import STATUSES
+from explorer.plots.palette import EMPTY_COLOR, HIGHLIGHT, INK, OUTLINE, PAPER, STATUS_COLORS, text_color
 
-#: one colour per status (colour-blind-friendly where it matters: ok vs failures)
-STATUS_COLORS: dict[str, str] = {
-    "ok": "#1a9850",
-    "fallback": "#a6d96a",
-    "no_kernel": "#d73027",
-    "unsupported_dtype": "#7f3b08",
-    "no_device": "#bababa",
-    "not_installed": "#e0e0e0",
-    "crashed": "#000000",
-    "timeout": "#542788",
-    "error": "#fdae61",
-    "wrong_result": "#e7298a",  # loud: it ran, and the answer is silently wrong
-}
-#: colour of cells with no row (op not asked for in that dtype)
-EMPTY_COLOR = "#ffffff"
+__all__ = [
+    "EMPTY_COLOR",
+    "STATUS_COLORS",
+    "heatmap",
+    "heatmaps",
+    "kernel_heatmap",
+    "styled_table",
+    "title_text",
+]
+
+
+def title_text(text: str) -> str:
+    r"""``text`` ready for a ``title="..."`` attribute: HTML-escaped (quotes included), and each line
+    break and other control character written as a character reference, so the attribute holds
+    no raw newline.
+
+    >>> title_text('a <b> "c"\nerror: x')
+    'a &lt;b&gt; &quot;c&quot;&#10;error: x'
+    """
+    escaped = html.escape(str(text), quote=True)
+    return "".join(f"&#{ord(ch)};" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in escaped)
 
 
 def _rows(result: Any) -> Any:
@@ -56,7 +63,7 @@ def _legend(fig: Any, statuses: Sequence[str]) -> None:
     from matplotlib.layout_engine import ConstrainedLayoutEngine
     from matplotlib.patches import Patch
 
-    handles = [Patch(facecolor=STATUS_COLORS[s], edgecolor="#555555", label=s) for s in statuses]
+    handles = [Patch(facecolor=STATUS_COLORS[s], edgecolor=OUTLINE, label=s) for s in statuses]
     if isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
         fig.legend(
             handles=handles, loc="outside upper center", ncol=min(len(handles), 5), frameon=False, fontsize=8
@@ -103,9 +110,29 @@ def draw_status_grid(
     n_rows, n_cols = grid.shape
     ax.set_xticks(range(n_cols), list(grid.columns), rotation=x_rotation, ha=x_align, fontsize=x_fontsize)
     ax.set_yticks(range(n_rows), list(grid.index), fontsize=7)
-    ax.hlines(np.arange(-0.5, n_rows), -0.5, n_cols - 0.5, color="white", linewidth=0.6)
-    ax.vlines(np.arange(-0.5, n_cols), -0.5, n_rows - 0.5, color="white", linewidth=0.6)
+    ax.hlines(np.arange(-0.5, n_rows), -0.5, n_cols - 0.5, color=PAPER, linewidth=0.6)
+    ax.vlines(np.arange(-0.5, n_cols), -0.5, n_rows - 0.5, color=PAPER, linewidth=0.6)
+    _draw_glyphs(grid, ax)
     return ax
+
+
+def _draw_glyphs(grid: Any, ax: Any) -> None:
+    """Each status's glyph in its cell (colour is never the only cue)."""
+    from explorer.plots.palette import status_glyph
+
+    cells = grid.to_numpy(dtype=object)
+    for i, line in enumerate(cells):
+        for j, status in enumerate(line):
+            if isinstance(status, str):
+                ax.text(
+                    j,
+                    i,
+                    status_glyph(status),
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color=text_color(STATUS_COLORS.get(status, EMPTY_COLOR)),
+                )
 
 
 def heatmap(
@@ -212,14 +239,14 @@ def kernel_heatmap(
     ax = fig.add_axes((1.4 / width, 1.35 / height, 0.62 * n_cols / width, (0.2 * len(ops)) / height))
     draw_status_grid(grid, ax, x_rotation=90, x_align="center", x_fontsize=7)
     for boundary in range(len(dtypes), n_cols, len(dtypes)):
-        ax.axvline(boundary - 0.5, color="black", linewidth=1.5)
+        ax.axvline(boundary - 0.5, color=INK, linewidth=1.5)
     source = "declared (registry)" if all(p[2] == "registry" for p in panels) else "probed"
     ax.set_title(f"{', '.join(sorted(backends))} · {source}", fontsize=8)
     if highlight is not None:
         for tick_label in ax.get_yticklabels():
             if tick_label.get_text() == highlight:
                 tick_label.set_fontweight("bold")
-                tick_label.set_color("#c00")
+                tick_label.set_color(HIGHLIGHT)
     return fig
 
 
@@ -235,34 +262,36 @@ def styled_table(
     rows = _rows(result)
     grid = status_grid(rows, backend, device, mode)
     sel = rows[(rows["backend"] == backend) & (rows["device"] == device) & (rows["mode"] == mode)]
-    tips = grid.copy().astype(object)
-    tips.loc[:, :] = ""
-    for r in sel.itertuples(index=False):
-        parts = [r.explanation]
-        first = str(r.error).strip().splitlines()[:1]
+    import pandas as pd
+
+    texts: dict[tuple[str, str], str] = {}
+    for r in sel.drop_duplicates(["op", "dtype"]).to_dict("records"):
+        parts = [str(r["status"]), str(r["explanation"] or "")]
+        first = str(r["error"] or "").strip().splitlines()[:1]
         if first:
             parts.append(f"error: {first[0][:300]}")
-        if r.workaround_how:
-            parts.append(f"workaround: {r.workaround_how}\n{r.workaround}")
-        tips.loc[r.op, r.dtype] = "\n".join(parts)
+        if r.get("workaround_how"):
+            parts.append(f"workaround: {r['workaround_how']}\n{r['workaround']}")
+        texts[(r["op"], r["dtype"])] = "\n".join(p for p in parts if p)
+    tips = pd.DataFrame(
+        [[texts.get((op, dtype), "") for dtype in grid.columns] for op in grid.index],
+        index=grid.index,
+        columns=grid.columns,
+    )
 
     def colour(status: Any) -> str:
         if not isinstance(status, str):
             return ""
-        text = (
-            "white"
-            if status in ("no_kernel", "unsupported_dtype", "crashed", "timeout", "ok", "wrong_result")
-            else "black"
-        )
-        return f"background-color: {STATUS_COLORS.get(status, EMPTY_COLOR)}; color: {text}"
+        background = STATUS_COLORS.get(status, EMPTY_COLOR)
+        return f"background-color: {background}; color: {text_color(background)}"
 
     # Every cell, label, tooltip and the caption is escaped here: rows may come from a snapshot
     # someone else made, and the pandas Styler escapes nothing by default.
     styler = grid.fillna("").style.map(colour)
     styler = styler.format(escape="html").format_index(escape="html", axis=0)
     styler = styler.format_index(escape="html", axis=1)
-    # Tooltips as title attributes (pandas inserts them unescaped: escaped here, quotes included);
-    # a title keeps its line breaks, where a CSS ``content`` string with a raw newline shows nothing.
-    styler = styler.set_tooltips(tips.map(lambda s: html.escape(str(s), quote=True)), as_title_attribute=True)
+    # Tooltips as title attributes (pandas inserts them unescaped): escaped here, quotes included,
+    # line breaks as character references (a raw newline in the attribute showed an empty tooltip)
+    styler = styler.set_tooltips(tips.map(title_text), as_title_attribute=True)
     caption = f"{backend} · {device} · {mode} — hover a cell for the error and workaround"
     return styler.set_caption(html.escape(caption))

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-FIELD_COLORS: dict[str, str] = {"sign": "#e41a1c", "exponent": "#377eb8", "mantissa": "#4daf4a"}
+from explorer.plots.palette import BIT_FIELD_COLORS as FIELD_COLORS
+from explorer.plots.palette import PAPER
 
 
 def plot_bit_fields(infos: Any, ax: Any = None) -> Any:
@@ -35,9 +36,7 @@ def plot_bit_fields(infos: Any, ax: Any = None) -> Any:
         )
         for col, (bit, field) in enumerate(zip(info.bits, fields, strict=True)):
             ax.add_patch(Rectangle((col, y - 0.4), 0.95, 0.8, color=FIELD_COLORS[field], alpha=0.85))
-            ax.text(
-                col + 0.475, y, bit, ha="center", va="center", color="white", fontsize=8, fontweight="bold"
-            )
+            ax.text(col + 0.475, y, bit, ha="center", va="center", color=PAPER, fontsize=8, fontweight="bold")
         ax.text(len(info.bits) + 0.4, y, f"= {info.value!r} ({info.kind})", va="center", fontsize=8)
     ax.set_xlim(-0.2, width + 9)
     ax.set_ylim(-0.7, len(infos) - 0.3)

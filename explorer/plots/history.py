@@ -2,9 +2,10 @@
 
 Pure functions of a history: a sequence of ``(version, status, reason)`` entries, oldest first
 (:func:`explorer.analysis.releases.history` returns them).  Every string that reaches the
-markup is escaped with :func:`html.escape`.  Colours are the Okabe–Ito palette (safe for the
-common colour-vision deficiencies), and each box also carries a letter, so colour is never the
-only cue; a release whose status differs from the one before is outlined and marked.
+markup is escaped with :func:`html.escape`.  Colours and letters are the statuses' own
+(:mod:`explorer.plots.palette`, checked under simulated colour-vision deficiencies), and each box
+carries its letter, so colour is never the only cue; a release whose status differs from the one
+before is outlined and marked.
 
 >>> strip = history_strip_html([("2.17.1", "no_kernel", ""), ("2.18.0", "ok", "")], "Range float16 CPU")
 >>> strip.count("class='px-history-box"), "changed in 2.18.0" in strip
@@ -17,8 +18,22 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from explorer.plots.availability import title_text
+from explorer.plots.palette import (
+    ABSENT_COLOR,
+    ABSENT_GLYPH,
+    OUTLINE,
+    STATUS_COLORS,
+    STATUS_GLYPHS,
+    UNKNOWN_COLOR,
+    UNKNOWN_GLYPH,
+    text_color,
+)
+
+#: the statuses a release history has: three of :data:`explorer.outcome.STATUSES`, and absent
+_HISTORY_STATUSES: tuple[str, ...] = ("ok", "no_kernel", "unsupported_dtype")
 #: one letter per history status (the CLI's ``--history`` table prints the same letters)
-STATUS_LETTERS: dict[str, str] = {"ok": "+", "no_kernel": "N", "unsupported_dtype": "U", "absent": "-"}
+STATUS_LETTERS: dict[str, str] = {s: STATUS_GLYPHS[s] for s in _HISTORY_STATUSES} | {"absent": ABSENT_GLYPH}
 #: what each status means, for legends and tooltips
 STATUS_MEANINGS: dict[str, str] = {
     "ok": "a kernel is registered",
@@ -26,15 +41,10 @@ STATUS_MEANINGS: dict[str, str] = {
     "unsupported_dtype": "the op's signature does not take the dtype",
     "absent": "the release has no such op, dtype or device type",
 }
-#: Okabe–Ito colours (bluish green, vermillion, reddish purple) and a light grey for absent
-HISTORY_COLORS: dict[str, str] = {
-    "ok": "#009E73",
-    "no_kernel": "#D55E00",
-    "unsupported_dtype": "#CC79A7",
-    "absent": "#E0E0E0",
-}
-#: letter and colour of a status not listed above
-UNKNOWN_LETTER, UNKNOWN_COLOR = "?", "#999999"
+#: the statuses' colours (:data:`explorer.plots.palette.STATUS_COLORS`) and a light grey for absent
+HISTORY_COLORS: dict[str, str] = {s: STATUS_COLORS[s] for s in _HISTORY_STATUSES} | {"absent": ABSENT_COLOR}
+#: letter of a status not listed above (its colour is :data:`explorer.plots.palette.UNKNOWN_COLOR`)
+UNKNOWN_LETTER = UNKNOWN_GLYPH
 
 
 def status_letter(status: str) -> str:
@@ -74,16 +84,16 @@ def _box(version: str, status: str, reason: str, changed_from: str | None) -> st
         tip += f" ({STATUS_MEANINGS[status]})"
     if changed_from is not None:
         tip += f"; changed from {changed_from}"
-    border = "3px solid #000000" if changed_from is not None else "1px solid #777777"
+    border = "3px solid #000000" if changed_from is not None else f"1px solid {OUTLINE}"
     style = (
         f"display:inline-block;min-width:44px;margin:1px;padding:2px 3px;text-align:center;"
-        f"background:{color};color:#000000;border:{border};border-radius:3px;font-size:80%;"
+        f"background:{color};color:{text_color(color)};border:{border};border-radius:3px;font-size:80%;"
         "line-height:1.2;vertical-align:top"
     )
     css_class = "px-history-box" + (" px-history-changed" if changed_from is not None else "")
     mark = "&#9650;" if changed_from is not None else ""  # ▲: the change is not told by colour alone
     return (
-        f"<span class='{css_class}' role='listitem' style='{style}' title='{html.escape(tip)}' "
+        f"<span class='{css_class}' role='listitem' style='{style}' title='{title_text(tip)}' "
         f"data-version='{html.escape(version)}' data-status='{html.escape(status)}'>"
         f"<span style='font-size:85%'>{html.escape(version)}</span><br>"
         f"<b>{html.escape(status_letter(status))}</b>{mark}</span>"
@@ -132,7 +142,8 @@ def history_legend_html() -> str:
     """
     items = "".join(
         f"<span style='display:inline-block;min-width:16px;text-align:center;background:{HISTORY_COLORS[s]};"
-        f"border:1px solid #777777;margin:0 4px 0 10px'>{html.escape(STATUS_LETTERS[s])}</span>"
+        f"color:{text_color(HISTORY_COLORS[s])};border:1px solid {OUTLINE};margin:0 4px 0 10px'>"
+        f"{html.escape(STATUS_LETTERS[s])}</span>"
         f"{html.escape(s)}"
         for s in STATUS_LETTERS
     )

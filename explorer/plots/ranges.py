@@ -10,16 +10,11 @@ from typing import Any
 
 import numpy as np
 
-#: one colour per kind of input, in the order of :data:`explorer.analysis.regions.KINDS`
-#: (colour-blind-friendly: red/blue/yellow/purple/grey on pale green)
-KIND_COLORS: dict[str, str] = {
-    "ok": "#c7e9c0",
-    "overflow": "#d73027",
-    "underflow": "#4575b4",
-    "subnormal": "#fdae61",
-    "nan": "#762a83",
-    "flush_to_zero": "#525252",
-}
+from explorer.plots.palette import INK, PAPER
+from explorer.plots.palette import RANGE_KIND_COLORS as KIND_COLORS
+
+#: ``KIND_COLORS``: one colour per kind of input, in the order of
+#: :data:`explorer.analysis.regions.KINDS` (from :mod:`explorer.plots.palette`)
 
 
 def _new_ax(ax: Any, figsize: tuple[float, float]) -> Any:
@@ -81,7 +76,7 @@ def plot_number_lines(lines: Any, ax: Any = None) -> Any:
                 [b[key]],
                 [y + (0.38 if key == "eps" else 0)],
                 marker=marker,
-                color="black",
+                color=INK,
                 markersize=7 if key == "eps" else 12,
             )
         ax.text(
@@ -91,7 +86,7 @@ def plot_number_lines(lines: Any, ax: Any = None) -> Any:
             va="center",
             ha="right",
             fontsize=7,
-            color="white",
+            color=PAPER,
         )
     ax.set_yticks(range(len(lines)), [line.format for line in reversed(lines)], fontsize=8)
     ax.set_xlim(lo, hi)

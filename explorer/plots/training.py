@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from explorer.formats import resolve
+from explorer.plots.palette import HIGHLIGHT, INK, MUTED_TEXT, format_color, policy_color
 
 #: formats drawn under gradient histograms by default
 HISTOGRAM_FORMATS: tuple[str, ...] = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
@@ -60,7 +61,7 @@ def plot_curves(results: Any, metric: str = "loss", ax: Any = None) -> Any:
         xs = [e.epoch + 1 for e in r.epochs if hasattr(e, metric)]
         ys = [getattr(e, metric) for e in r.epochs if hasattr(e, metric)]
         if xs:
-            ax.plot(xs, ys, marker="o", markersize=3, label=_label(r))
+            ax.plot(xs, ys, marker="o", markersize=3, label=_label(r), color=policy_color(_label(r)))
     ax.set_xlabel("epoch")
     ax.set_ylabel(metric.replace("_", " "))
     if metric.endswith("loss"):
@@ -80,11 +81,11 @@ def plot_loss_scale(results: Any, ax: Any = None) -> Any:
             pts = [(e.epoch, e.loss_scale) for e in r.epochs if getattr(e, "loss_scale", None) is not None]
         if pts:
             xs, ys = zip(*pts, strict=True)
-            ax.step(xs, ys, where="post", label=_label(r))
+            ax.step(xs, ys, where="post", label=_label(r), color=policy_color(_label(r)))
             skipped = [s.step for s in getattr(r, "steps", []) if s.skipped]
             if skipped:
                 by_step = dict(pts)
-                ax.plot(skipped, [by_step[s] for s in skipped], "x", color="red", label="skipped step")
+                ax.plot(skipped, [by_step[s] for s in skipped], "x", color=HIGHLIGHT, label="skipped step")
             drawn = True
     ax.set_yscale("log", base=2)
     ax.set_xlabel("step")
@@ -108,9 +109,19 @@ def plot_grad_zero_fraction(results: Any, ax: Any = None, kind: str = "zero") ->
         steps = getattr(r, "steps", [])
         attr = f"grad_{kind}_fraction"
         if steps and hasattr(steps[0], attr):
-            ax.plot([s.step for s in steps], [getattr(s, attr) for s in steps], label=_label(r))
+            ax.plot(
+                [s.step for s in steps],
+                [getattr(s, attr) for s in steps],
+                label=_label(r),
+                color=policy_color(_label(r)),
+            )
         elif steps and hasattr(steps[0], "grad_underflow_fraction"):
-            ax.plot([s.step for s in steps], [s.grad_underflow_fraction for s in steps], label=_label(r))
+            ax.plot(
+                [s.step for s in steps],
+                [s.grad_underflow_fraction for s in steps],
+                label=_label(r),
+                color=policy_color(_label(r)),
+            )
     ax.set_xlabel("step")
     ax.set_ylabel(f"fraction of gradient elements {kind}")
     ax.set_ylim(-0.02, 1.02)
@@ -145,15 +156,21 @@ def plot_gradient_histogram(
         zero_pct = 100.0 * h.zero_count / max(h.total, 1)
         label = f"{h.policy} step {h.step} ({h.compute_dtype}; {zero_pct:.1f}% zero"
         label += f", scale 2^{np.log2(h.loss_scale):.0f})" if h.loss_scale else ")"
-        ax.stairs(frac, edges - shift, fill=len(hists) == 1, alpha=0.6, label=label)
+        ax.stairs(
+            frac,
+            edges - shift,
+            fill=len(hists) == 1,
+            alpha=0.6,
+            label=label,
+            color=policy_color(str(h.policy)),
+        )
     top = top or 1.0
     x_lo, x_hi = HISTOGRAM_XLIM
-    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
     band = top * 0.07
     for i, f in enumerate(fmts):
         y0 = top * 1.08 + i * band * 1.5
         lo_sub, lo_norm, hi = (np.log2(f.smallest_subnormal), np.log2(f.smallest_normal), np.log2(f.max))
-        c = colors[i % len(colors)]
+        c = format_color(f.name)
         ax.fill_between(
             [max(lo_sub, x_lo), max(lo_norm, x_lo)], y0, y0 + band, color=c, alpha=0.25, linewidth=0
         )
@@ -165,7 +182,7 @@ def plot_gradient_histogram(
             va="center",
             ha="right",
             fontsize="x-small",
-            color="black",
+            color=INK,
         )
         if lo_sub > x_lo:
             ax.axvline(lo_sub, color=c, linestyle=":", linewidth=0.8)
@@ -209,7 +226,7 @@ def training_figure(results: Any) -> Any:
 
 
 def _placeholder(ax: Any, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#555")
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color=MUTED_TEXT)
     ax.set_axis_off()
 
 

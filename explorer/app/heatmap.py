@@ -1,0 +1,229 @@
+"""The interactive kernels heatmap: a bqplot ``GridHeatMap`` of a :class:`~explorer.plots.kernel_grid.
+KernelGrid`, a glyph in every cell, op labels on the left, each column's panel and dtype in a header
+that stays in view above the scrolling body; hovering a cell shows its summary, clicking it calls
+back with the cell.
+
+bqplot's JavaScript is a prebuilt lab extension served by Jupyter Server and Voila (nothing is
+fetched from outside).  The widgets are built once; :meth:`KernelHeatmap.show` only changes
+their data, each widget's changes sent as one message (``hold_sync``).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+
+from explorer.outcome import STATUSES
+from explorer.plots.kernel_grid import KernelGrid
+from explorer.plots.palette import EMPTY_COLOR, INK, MUTED_TEXT, STATUS_COLORS
+
+#: pixels per row and per column of the body
+ROW_PX, COLUMN_PX = 22, 62
+#: the body scrolls inside a box this tall (the header stays above it)
+MAX_BODY_PX = 560
+#: margins (px): the op labels on the left, the rotated dtype labels in the header
+LEFT_PX, RIGHT_PX, HEADER_PX = 170, 150, 160
+
+
+#: CSS that lets clicks and hovers on a cell's glyph through to the cell under it
+GLYPH_CSS = ".px-heatmap-body text.label, .px-heatmap-header text.label { pointer-events: none; }"
+
+
+def _tick_key(value: float) -> str:
+    """The key bqplot's ``tick_labels`` looks a tick up by (JavaScript's ``String(value)``)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _import_bqplot() -> Any:
+    """bqplot, imported without its import-time DeprecationWarning (bqscales passes trait metadata
+    the way traitlets 4.1 deprecated; nothing this app does)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "metadata .* was set from the constructor", DeprecationWarning)
+        import bqplot
+    return bqplot
+
+
+class KernelHeatmap:
+    """The heatmap widget (``.widget``), redrawn by :meth:`show`; ``on_click(i, j)`` is called
+    with a clicked cell's row and column."""
+
+    def __init__(self, on_click: Callable[[int, int], None] | None = None) -> None:
+        bqplot = _import_bqplot()
+        self.on_click = on_click
+        self.grid: KernelGrid | None = None
+        self.x = bqplot.LinearScale(min=0.0, max=1.0)
+        self.y = bqplot.LinearScale(min=0.0, max=1.0, reverse=True)
+        self.colour = bqplot.ColorScale(
+            colors=[STATUS_COLORS[s] for s in STATUSES] + [EMPTY_COLOR], min=0.0, max=float(len(STATUSES))
+        )
+        self.tip = widgets.HTML("").add_class("px-heatmap-tip")
+        self.cells = bqplot.GridHeatMap(
+            color=np.full((2, 2), float(len(STATUSES))),
+            row=np.arange(3.0),
+            column=np.arange(3.0),
+            apply_clip=True,
+            scales={"row": self.y, "column": self.x, "color": self.colour},
+            stroke="white",
+            interactions={"hover": "tooltip"},
+            tooltip=self.tip,
+        )
+        self.glyphs = bqplot.Label(
+            x=[],
+            y=[],
+            text=[],
+            colors=[INK],
+            scales={"x": self.x, "y": self.y},
+            align="middle",
+            default_size=12,
+            font_weight="bold",
+            y_offset=4,
+            enable_hover=False,
+        )
+        self.row_axis = bqplot.Axis(
+            scale=self.y, orientation="vertical", side="left", tick_style={"font-size": "12px"}
+        )
+        self.bottom_axis = bqplot.Axis(scale=self.x, side="bottom", tick_style={"font-size": "11px"})
+        self.body = bqplot.Figure(
+            marks=[self.cells, self.glyphs],
+            axes=[self.row_axis, self.bottom_axis],
+            fig_margin={"top": 2, "bottom": 24, "left": LEFT_PX, "right": RIGHT_PX},
+            display_toolbar=False,
+            padding_x=0.0,
+            padding_y=0.0,
+            animation_duration=0,
+            min_aspect_ratio=0.001,
+            max_aspect_ratio=1000.0,
+        )
+        self.body.add_class("px-heatmap-body")
+        self.top_axis = bqplot.Axis(
+            scale=self.x,
+            side="top",
+            tick_rotate=-40,
+            tick_style={"font-size": "12px", "text-anchor": "start"},
+        )
+        self.header = bqplot.Figure(
+            marks=[],
+            axes=[self.top_axis],
+            fig_margin={"top": HEADER_PX - 4, "bottom": 0, "left": LEFT_PX, "right": RIGHT_PX},
+            display_toolbar=False,
+            padding_x=0.0,
+            padding_y=0.0,
+            animation_duration=0,
+            min_aspect_ratio=0.001,
+            max_aspect_ratio=1000.0,
+        )
+        self.header.add_class("px-heatmap-header")
+        self.cells.on_element_click(self._clicked)
+        self.cells.on_hover(self._hovered)
+        self.scroller = widgets.Box([self.body], layout=widgets.Layout(overflow="auto"))
+        self.scroller.add_class("px-heatmap-scroll")
+        self.note = widgets.HTML("").add_class("px-heatmap-note")
+        # the glyphs sit on the cells: without this a pointer on a glyph never reaches its cell
+        style = widgets.HTML(f"<style>{GLYPH_CSS}</style>").add_class("px-heatmap-style")
+        self.widget = widgets.VBox([style, self.header, self.scroller, self.note])
+        self.widget.add_class("px-heatmap")
+
+    # ------------------------------------------------------------------ events
+
+    @staticmethod
+    def _cell_of(content: dict[str, Any]) -> tuple[int, int] | None:
+        datum = content.get("data") or content.get("point") or {}
+        if not isinstance(datum, dict):
+            return None
+        try:
+            return int(datum["rowNum"]), int(datum["columnNum"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def _clicked(self, _mark: Any, content: dict[str, Any]) -> None:
+        cell = self._cell_of(content)
+        if cell is not None:
+            self.click(*cell)
+
+    def _hovered(self, _mark: Any, content: dict[str, Any]) -> None:
+        cell = self._cell_of(content)
+        if cell is not None:
+            self.hover(*cell)
+
+    def click(self, i: int, j: int) -> None:
+        """What a click on cell ``(i, j)`` does: the hover summary, then ``on_click(i, j)``."""
+        if self.grid is None or not (0 <= i < self.grid.shape[0] and 0 <= j < self.grid.shape[1]):
+            return
+        self.hover(i, j)
+        if self.on_click is not None:
+            self.on_click(i, j)
+
+    def hover(self, i: int, j: int) -> None:
+        """Put cell ``(i, j)``'s summary in the tooltip (escaped; line breaks kept)."""
+        if self.grid is None or not (0 <= i < self.grid.shape[0] and 0 <= j < self.grid.shape[1]):
+            return
+        text = html.escape(self.grid.summary(i, j)).replace("\n", "<br>")
+        self.tip.value = (
+            "<div class='px-heatmap-tip-text' style='max-width:420px;font-size:12px;background:#ffffff;"
+            f"color:{INK};border:1px solid {MUTED_TEXT};padding:4px;white-space:normal'>{text}</div>"
+        )
+
+    # ------------------------------------------------------------------ drawing
+
+    def show(self, grid: KernelGrid, highlight: str | None = None, note: str = "") -> None:
+        """Draw ``grid`` (the ``highlight`` op's label marked with ▶); ``note`` (HTML) goes below."""
+        self.grid = grid
+        n_rows, n_cols = grid.shape
+        width = LEFT_PX + RIGHT_PX + COLUMN_PX * max(n_cols, 1)
+        body_height = 26 + ROW_PX * max(n_rows, 1)
+        rows = [i + 0.5 for i in range(n_rows)]
+        columns = [j + 0.5 for j in range(n_cols)]
+        labels = {
+            _tick_key(v): (f"▶ {op}" if op == highlight else op) for v, op in zip(rows, grid.ops, strict=True)
+        }
+        with self.x.hold_sync():
+            self.x.max = float(max(n_cols, 1))
+        with self.y.hold_sync():
+            self.y.max = float(max(n_rows, 1))
+        # bqplot squeezes a colour matrix with one row or column to 1-D (drawn wrongly): such a
+        # grid gets a row or column of empty cells beyond the scale's end, clipped away
+        padded = np.full((max(n_rows, 2), max(n_cols, 2)), float(len(STATUSES)))
+        if n_rows and n_cols:
+            padded[:n_rows, :n_cols] = np.asarray(grid.codes(), dtype=float)
+        with self.cells.hold_sync(), self.cells.hold_trait_notifications():
+            self.cells.row = np.arange(padded.shape[0] + 1.0)
+            self.cells.column = np.arange(padded.shape[1] + 1.0)
+            self.cells.color = padded
+        glyphs = grid.glyphs()
+        colours = grid.glyph_colors()
+        xs, ys, texts, text_colours = [], [], [], []
+        for i in range(n_rows):
+            for j in range(n_cols):
+                if glyphs[i][j]:
+                    xs.append(columns[j])
+                    ys.append(rows[i])
+                    texts.append(glyphs[i][j])
+                    text_colours.append(colours[i][j])
+        with self.glyphs.hold_sync():
+            self.glyphs.x, self.glyphs.y = xs, ys
+            self.glyphs.text = texts
+            self.glyphs.colors = text_colours or [INK]
+        with self.row_axis.hold_sync():
+            self.row_axis.tick_values = rows
+            self.row_axis.tick_labels = labels
+        # the header names each column's panel and dtype (rotated, so long names stay apart);
+        # the bottom axis repeats the dtype under the last row
+        pairs = list(zip(columns, grid.columns, strict=True))
+        with self.top_axis.hold_sync():
+            self.top_axis.tick_values = columns
+            self.top_axis.tick_labels = {_tick_key(v): f"{c.panel_label} · {c.dtype}" for v, c in pairs}
+        with self.bottom_axis.hold_sync():
+            self.bottom_axis.tick_values = columns
+            self.bottom_axis.tick_labels = {_tick_key(v): c.label for v, c in pairs}
+        self.header.layout.width, self.header.layout.height = f"{width}px", f"{HEADER_PX}px"
+        self.body.layout.width, self.body.layout.height = f"{width}px", f"{body_height}px"
+        self.scroller.layout.max_height = f"{MAX_BODY_PX}px"
+        self.scroller.layout.width = f"{width + 24}px"
+        self.scroller.layout.max_width = "100%"
+        self.note.value = note
