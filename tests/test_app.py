@@ -133,8 +133,8 @@ def test_empty_selection_is_refused_with_a_message_and_widget_restored(app: Any)
 def test_op_search_narrows_the_dropdown(app: Any) -> None:
     app.controls.op_search.value = "log"
     names = [v for _, v in app.controls.op.options]
-    assert "log" in names and "exp" in names  # exp is the current op: always kept
-    assert all("log" in n.lower() or n == "exp" for n in names)  # raw ops too: Log, LogSoftmax
+    assert app.state.op == "log"  # the op named exactly is selected
+    assert "log" in names and all("log" in n.lower() for n in names)  # raw ops too: Log, LogSoftmax
 
 
 def test_every_widget_has_a_stable_css_class(app: Any) -> None:
@@ -150,6 +150,215 @@ def test_every_widget_has_a_stable_css_class(app: Any) -> None:
         assert css in widget._dom_classes
     for key, tab in app.tabs.items():
         assert "px-plot" in tab.plot._dom_classes and f"px-{key}-plot" in tab.plot._dom_classes
+
+
+# ------------------------------------------------------------------------------------- newcomer controls
+
+
+def test_each_tab_shows_exactly_the_controls_of_its_fields(app: Any) -> None:
+    from explorer.app.main import _tab_classes
+
+    c = app.controls
+    controlled = set(c.by_field)
+    for cls in _tab_classes():
+        app.select(cls.key)
+        shown = {f for f, ws in c.by_field.items() if all(w.layout.display != "none" for w in ws)}
+        hidden = {f for f, ws in c.by_field.items() if all(w.layout.display == "none" for w in ws)}
+        assert shown == set(cls.fields) & controlled, cls.key
+        assert hidden == controlled - set(cls.fields), cls.key
+    app.select("training")  # policies only: op, dtypes, device, backends and mode are all hidden
+    assert c.op.layout.display == "none" and c.dtypes.layout.display == "none"
+    assert c.device.layout.display == "none" and c.mode.layout.display == "none"
+
+
+def test_dtype_and_backend_toggles_need_no_modifier_key(app: Any) -> None:
+    from explorer.formats import FORMAT_NAMES
+
+    c = app.controls
+    app.select("explain")  # a tab that draws nothing for these fields: only the binding is timed here
+    assert sorted(c.dtypes.buttons) == sorted(FORMAT_NAMES)  # all 16 formats, each its own button
+    assert [b.value for b in c.dtypes.buttons.values()] == [n == "float16" for n in c.dtypes.buttons]
+    c.dtypes.buttons["bfloat16"].value = True  # one click adds
+    c.dtypes.buttons["float8_e4m3fn"].value = True
+    assert app.state.dtypes == ("float16", "bfloat16", "float8_e4m3fn")
+    c.dtypes.buttons["float16"].value = False  # one click removes
+    assert app.state.dtypes == ("bfloat16", "float8_e4m3fn")
+    app.state.set(dtypes=["float32"])  # the buttons follow the state
+    assert [n for n, b in c.dtypes.buttons.items() if b.value] == ["float32"]
+    c.dtypes.buttons["float32"].value = False  # the last one cannot go: refused, button back on
+    assert app.state.dtypes == ("float32",) and c.dtypes.buttons["float32"].value
+    assert "at least one dtype" in c.message.value
+    c.backends.buttons["torch"].value = True
+    assert app.state.backends == ("numpy", "emulated", "torch")
+    assert "px-dtype-float8_e4m3fn" in c.dtypes.buttons["float8_e4m3fn"]._dom_classes
+
+
+def test_find_op_selects_its_match(app: Any) -> None:
+    from explorer.ops import catalog
+
+    c = app.controls
+    c.op_search.value = "tanh"  # an op's exact name: selected at once
+    assert app.state.op == "tanh" and c.op.value == "tanh"
+    only = [n for n in catalog() if "squared_diff" in n]
+    assert len(only) == 1
+    c.op_search.value = "squared_diff"  # the only match: selected at once
+    assert app.state.op == only[0] == c.op.value
+    c.op_search.value = "sq"  # several matches: the list narrows, Enter picks the top one
+    assert app.state.op == only[0]
+    top = c.op.options[0][1] if c.op.options[0][1] != only[0] else c.op.options[1][1]
+    first_match = next(n for n in catalog() if "sq" in f"{n}  ·  {catalog()[n].group}".lower())
+    c.submit_search()
+    assert app.state.op == first_match == c.op.value
+    assert top in (first_match, only[0])
+
+
+def _panels(markup: str) -> dict[str, str]:
+    import re
+
+    starts = [
+        (m.start(), m.group(1)) for m in re.finditer(r"<div class='px-panel' data-dtype='([^']+)'>", markup)
+    ]
+    return {
+        d: markup[a : (starts[i + 1][0] if i + 1 < len(starts) else len(markup))]
+        for i, (a, d) in enumerate(starts)
+    }
+
+
+def _title_of(markup: str, css: str) -> float:
+    import html as html_module
+    import re
+
+    match = re.search(rf"class='px-fact {css}' title='([^']+)'", markup)
+    assert match, css
+    return float(html_module.unescape(match.group(1)))
+
+
+def _dtype_of(name: str) -> Any:
+    return np.dtype(np.float16) if name == "float16" else np.dtype(getattr(ml_dtypes, name))
+
+
+def test_ranges_shows_one_panel_per_selected_dtype_with_its_own_limits(app: Any) -> None:
+    dtypes = ["float16", "bfloat16", "float8_e4m3fn"]
+    app.state.set(op="exp", dtypes=dtypes)
+    tab = app.select("ranges")
+    panels = _panels(html_of(tab.plot))
+    assert list(panels) == dtypes and list(tab.figures) == dtypes
+    for name, markup in panels.items():
+        info = ml_dtypes.finfo(_dtype_of(name))  # independent: ml_dtypes' own facts
+        assert _title_of(markup, "px-fact-max") == float(info.max)
+        assert _title_of(markup, "px-fact-smallest-subnormal") == float(info.smallest_subnormal)
+        bits = 8 if info.bits == 8 else 16  # every finite value, exp in float64, rounded back
+        codes = np.arange(2**bits, dtype=np.uint8 if bits == 8 else np.uint16)
+        with np.errstate(invalid="ignore"):
+            xs = codes.view(_dtype_of(name)).astype(np.float64)
+        xs = xs[np.isfinite(xs)]
+        with np.errstate(over="ignore", invalid="ignore"):
+            rounded = np.exp(xs).astype(_dtype_of(name)).astype(np.float64)
+        first_overflow = float(xs[~np.isfinite(rounded) & (xs > 0)].min())
+        shown = f'title="{first_overflow!r}"' in markup or f"<td>{first_overflow:g}</td>" in markup
+        assert shown, (name, first_overflow)  # exact on hover, or already exact as shown
+        assert "data:image/png;base64," in markup
+    assert tab.export("png", "bfloat16").startswith(b"\x89PNG")
+    tab.export_png.click()
+    assert tab.export_link.value.count("download=") == 3
+
+
+def test_side_by_side_caps_the_panels_with_a_note(app: Any) -> None:
+    from explorer.app.tab import MAX_PANELS
+
+    many = ["float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float4_e2m1fn"]
+    app.state.set(op="exp", dtypes=many)
+    for key in ("ranges", "accuracy"):
+        tab = app.select(key)
+        assert list(_panels(html_of(tab.plot))) == many[:MAX_PANELS] == list(tab.figures)
+        assert f"first {MAX_PANELS} of {len(many)}" in tab.status.value
+        assert all(d in tab.status.value for d in many[MAX_PANELS:])
+
+
+def test_accuracy_shows_one_panel_per_dtype_with_its_own_numbers(app: Any) -> None:
+    dtypes = ["float16", "bfloat16"]
+    app.state.set(op="exp", dtypes=dtypes, backends=["numpy"])
+    tab = app.select("accuracy")
+    panels = _panels(html_of(tab.plot))
+    assert list(panels) == dtypes
+    terms = np.random.default_rng(0).uniform(0, 1, 10_000)
+    for name, markup in panels.items():
+        dtype = _dtype_of(name)
+        acc = dtype.type(0)
+        for t in terms.astype(dtype):  # independent: an accumulator in the format, rounded every step
+            acc = dtype.type(np.float32(acc) + np.float32(t))
+        assert f"<td>format</td><td>{float(acc):g}</td>" in markup, (name, float(acc))
+    # numpy's exp in float16, every input, against float64's exp correctly rounded to float16
+    codes = np.arange(2**16, dtype=np.uint16)
+    xs = codes.view(np.float16)
+    xs = np.unique(xs[np.isfinite(xs)].astype(np.float64)).astype(np.float16)  # -0 and 0: one input
+    with np.errstate(over="ignore", under="ignore"):
+        got = np.exp(xs).astype(np.float64)
+        want = np.exp(xs.astype(np.float64)).astype(np.float16).astype(np.float64)
+    n = xs.size
+    fraction = (n - int(np.sum(got != want))) / n
+    assert f'title="{fraction!r}"' in panels["float16"], fraction
+    assert not hasattr(np, "bfloat16") and "unsupported_dtype" in panels["bfloat16"]  # numpy cannot
+
+
+def test_readable_numbers_keep_the_exact_value_on_hover() -> None:
+    import html as html_module
+    import re
+
+    from explorer.app import numbers
+
+    rng = np.random.default_rng(0)
+    samples = [0.2490234225401737, 3.4028234663852886e38, 5.960464477539063e-08, -1e-300, 11.09375]
+    samples += list(rng.standard_normal(50) * 10.0 ** rng.integers(-30, 30, 50))
+    for value in samples:
+        cell = numbers.cell_html(float(value))
+        match = re.fullmatch(r'<span title="([^"]+)">([^<]+)</span>', cell)
+        if match is None:  # short form already exact: it reads back as the same float
+            assert float(html_module.unescape(cell)) == value
+            continue
+        assert float(html_module.unescape(match.group(1))) == value  # the exact value round-trips
+        assert len(match.group(2)) < len(repr(float(value)))
+    assert numbers.readable(0.2490234225401737) == "0.249"
+    assert numbers.readable(3.4028234663852886e38) == "3.403e+38"
+    assert numbers.readable(9.0) == "9" and numbers.readable(None) == numbers.readable("") == "—"
+    assert "&lt;script&gt;" in numbers.table_html([{"x": "<script>"}])
+    assert 'title="a &quot;reason&quot;"' in numbers.cell_html(None, 'a "reason"')
+
+
+def test_bits_tab_shows_missing_values_one_way_and_exponents_as_integers(app: Any) -> None:
+    app.state.set(dtypes=["float16", "float8_e4m3fn"], value="1000")
+    markup = html_of(app.select("bits").details)
+    assert "None" not in markup and "9.0" not in markup
+    assert "<td>9</td>" in markup  # 1000 = 1.953125 * 2**9 in float16
+    assert "—" in markup  # float8_e4m3fn's NaN has no exponent, no neighbours, no relative error
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "expect"),
+    [("1000", "float8_e4m3fn", "nan"), ("1e6", "float16", "inf"), ("1e-9", "float16", "zero")],
+)
+def test_bits_explains_values_beyond_the_format(app: Any, text: str, name: str, expect: str) -> None:
+    import math
+
+    info = ml_dtypes.finfo(_dtype_of(name))  # independent: the format's facts from ml_dtypes
+    with np.errstate(over="ignore", invalid="ignore"):  # expected: the value is beyond the format
+        stored = float(np.array([float(text)]).astype(_dtype_of(name)).astype(np.float64)[0])
+    app.state.set(dtypes=[name], value=text)
+    markup = html_of(app.select("bits").details)
+    import re
+
+    (said,) = re.findall(rf"<li><b>{name}</b>: ([^<]+)</li>", markup)
+    if expect == "nan":
+        assert math.isnan(stored)
+        assert f"{float(info.max):g}" in said and "no infinity" in said and "NaN" in said
+    elif expect == "inf":
+        assert math.isinf(stored)
+        assert f"{float(info.max):g}" in said and said.rstrip(".").endswith("inf")
+    else:
+        assert stored == 0.0
+        exponent = int(math.log2(float(info.smallest_subnormal)))
+        assert 2.0**exponent == float(info.smallest_subnormal)
+        assert "underflows to 0" in said and f"2**{exponent}" in said
 
 
 # ------------------------------------------------------------------------------------- rendering
@@ -222,7 +431,7 @@ def test_accuracy_tab_shows_where_a_bfloat16_sum_stagnates(app: Any) -> None:
     for t in terms:  # independent: a bfloat16 accumulator, rounded after every addition
         acc = ml_dtypes.bfloat16(np.float32(acc) + np.float32(t))
     assert float(acc) == 256.0
-    assert "<td>256.0</td>" in html_of(tab.details)
+    assert "<td>256</td>" in html_of(tab.details)
 
 
 def test_errors_are_shown_as_a_readable_message(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -271,6 +480,140 @@ def test_kernels_tab_shows_the_registry_before_tensorflow_loads(app: Any) -> Non
             assert got == [truth.declared("Cholesky", dtype, device)], (dtype, device, got)
 
 
+def test_kernels_heatmap_cells_match_a_separate_reading_of_the_registry(app: Any) -> None:
+    """Every cell of the interactive heatmap (colour, glyph, hover text) against the registry read
+    by tests/registry_oracle.py; CPU and GPU columns side by side, GPU cells marked declared."""
+    from registry_oracle import oracle
+
+    from explorer.analysis.registry import get_registry
+    from explorer.ops import catalog
+    from explorer.outcome import STATUSES
+
+    glyphs = {"ok": "+", "no_kernel": "N", "unsupported_dtype": "U"}
+    colours = {"ok": "#44bbee", "no_kernel": "#cc0000", "unsupported_dtype": "#552211"}
+    tab = app.select("kernels")
+    app.state.set(op="cholesky", dtypes=("float16", "bfloat16"), backends=("tensorflow",), mode="registry")
+    grid = tab.heatmap.grid
+    truth = oracle()
+    group = [n for n, o in catalog().items() if o.group == catalog()["cholesky"].group]
+    shipped = get_registry()
+    ops = [n for n in group if any(shipped.has_op(r) for r in catalog()[n].tf_raw_ops)]
+    assert grid.ops == ops
+    devices = [(c.device, c.dtype) for c in grid.columns]
+    assert devices == [
+        (d, t) for d in ("CPU", "XLA_CPU_JIT", "GPU", "XLA_GPU_JIT") for t in ("float16", "bfloat16")
+    ]
+    codes = tab.heatmap.cells.color
+    labels = dict(
+        zip(
+            tab.heatmap.glyphs.text,
+            zip(tab.heatmap.glyphs.x, tab.heatmap.glyphs.y, strict=True),
+            strict=False,
+        )
+    )
+    assert labels  # the glyphs are drawn
+    for i, op in enumerate(ops):
+        for j, column in enumerate(grid.columns):
+            said = [
+                truth.declared(r, column.dtype, column.device)
+                for r in catalog()[op].tf_raw_ops
+                if shipped.has_op(r)
+            ]
+            want = next((s for s in ("unsupported_dtype", "no_kernel") if s in said), "ok")
+            assert grid.status(i, j) == want, (op, column)
+            assert STATUSES[int(codes[i][j])] == want  # the colour index bqplot draws
+            assert grid.colors()[i][j] == colours[want]
+            assert grid.glyph(i, j) == f"({glyphs[want]})"  # declared: the letter in brackets
+            assert f"{op} · {column.dtype}" in grid.summary(i, j) and want in grid.summary(i, j)
+    assert "this machine has no GPU" in tab.status.value
+    # a click (bqplot's element_click message) shows the cell and its release history
+    j = [c.device for c in grid.columns].index("GPU")
+    tab.heatmap.cells._handle_custom_msgs(
+        None, {"event": "element_click", "data": {"rowNum": 0, "columnNum": j}}
+    )
+    assert f"{ops[0]} · float16 · tensorflow · GPU declared" in tab.cell_details.value
+    assert grid.records(0, j)[0]["explanation"].replace("'", "&#x27;") in tab.cell_details.value
+    assert "float16 · GPU" in tab.history_box.value
+    assert tab.export("png").startswith(b"\x89PNG") and b"<svg" in tab.export("svg")[:2000]
+
+
+def test_kernels_heatmap_click_shows_the_real_error_and_workaround_escaped(app: Any) -> None:
+    """A snapshot row with an error and a workaround: the hover text and the click show them,
+    escaped; the hover table's title attribute holds the error with no raw newline."""
+    import pandas as pd
+
+    from explorer.analysis.availability import EXTRA_DEFAULTS, AvailabilityResult
+
+    error = 'NotFoundError: no <kernel> for "Exp"\nsecond line & more'
+    base = dict(EXTRA_DEFAULTS, backend="tensorflow", op="exp", raw_op="Exp", device="CPU", mode="eager")
+    rows = pd.DataFrame(
+        [
+            dict(
+                base,
+                dtype="float16",
+                status="error",
+                error=error,
+                explanation="it failed <here>",
+                workaround="tf.cast(x, 'float32')",
+                workaround_how="compute in float32",
+            ),
+            dict(base, dtype="float32", status="ok", error="", explanation="ran", workaround=""),
+        ]
+    )
+    tab = app.select("kernels")
+    app.state.set(
+        op="exp", dtypes=("float16", "float32"), backends=("tensorflow",), mode="eager", device="CPU"
+    )
+    tab.show_snapshot(AvailabilityResult(rows, {}), "mine.json")
+    grid = tab.heatmap.grid
+    assert grid.ops == ["exp"] and [c.dtype for c in grid.columns] == ["float16", "float32"]
+    assert grid.glyphs() == [["E", "+"]]  # ran: no brackets
+    tab.heatmap.hover(0, 0)
+    assert "error: NotFoundError: no &lt;kernel&gt; for &quot;Exp&quot;" in tab.heatmap.tip.value
+    tab.heatmap.cells._handle_custom_msgs(
+        None, {"event": "element_click", "data": {"rowNum": 0, "columnNum": 0}}
+    )
+    shown = tab.cell_details.value
+    assert "NotFoundError: no &lt;kernel&gt; for &quot;Exp&quot;\nsecond line &amp; more" in shown
+    assert "it failed &lt;here&gt;" in shown and "compute in float32" in shown
+    assert "tf.cast(x, &#x27;float32&#x27;)" in shown and "<kernel>" not in shown
+    import re
+
+    titles = re.findall(r'title="([^"]*)"', html_of(tab.details))
+    errors = [t for t in titles if "NotFoundError" in t]
+    assert errors and "\n" not in errors[0]
+    assert "no &lt;kernel&gt; for &quot;Exp&quot;" in errors[0] and "&#10;" in errors[0]
+
+
+def test_kernels_snapshot_upload_twice_and_errors_name_the_file(app: Any, tmp_path: Path) -> None:
+    """Each upload gets a fresh button (so the same file again is a new upload), with a tooltip;
+    a bad file is named by the user's file name, not where it was stored."""
+    tab = app.select("kernels")
+    first = tab.upload
+    assert first.tooltip and "snapshot" in first.tooltip
+    bad = json.dumps({"kind": "nope"}).encode()
+    import datetime
+
+    when = datetime.datetime.now(datetime.UTC)
+    first.value = (
+        {
+            "name": "mine.json",
+            "content": bad,
+            "type": "application/json",
+            "size": len(bad),
+            "last_modified": when,
+        },
+    )
+    assert "could not load mine.json" in tab.status.value
+    assert tab.upload is not first and tab.upload in tab.snapshot_bar.children and tab.upload.value == ()
+    stored = tmp_path / "deep" / "stored-copy.json"
+    stored.parent.mkdir()
+    stored.write_bytes(bad)
+    with pytest.raises(ValueError) as info:
+        tab.load_snapshot_file(stored, "mine.json")
+    assert "mine.json" in str(info.value) and str(tmp_path) not in str(info.value)
+
+
 @pytest.mark.parametrize("registry_at_hand", [False, True])
 def test_failed_tensorflow_load_is_reported_readably(registry_at_hand: bool, monkeypatch: Any) -> None:
     """Without a registry at hand the kernels tab says it needs TensorFlow; with the shipped one
@@ -285,6 +628,9 @@ def test_failed_tensorflow_load_is_reported_readably(registry_at_hand: bool, mon
 
     loader = BackgroundLoader("TensorFlow", fail)
     app = explorer.App(tf_loader=loader, tab="kernels")
+    if registry_at_hand:  # no tab needs TensorFlow in the kernel: nothing starts the import but a user
+        assert loader.status == "idle"
+        loader.start()
     deadline = time.monotonic() + 10
     while "could not be loaded" not in app.banner.value and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -422,13 +768,15 @@ def test_kernels_tab_shows_the_registry_and_follows_the_dtype(tf_app: Any) -> No
     from explorer.analysis.registry import get_registry
 
     tab = tf_app.select("kernels")
-    before = png_of(tab)
+    before = (tab.heatmap.grid.columns, tab.heatmap.cells.color.tolist())
     markup = html_of(tab.details)
     reg = get_registry()
     for dtype in ("float16", "bfloat16"):
         assert reg.declared("Cholesky", dtype, "CPU").value in markup
     tf_app.controls.dtypes.value = ("float32",)
-    assert png_of(tab) != before
+    assert "px-msg-error" not in tab.status.value, tab.status.value
+    assert (tab.heatmap.grid.columns, tab.heatmap.cells.color.tolist()) != before
+    assert {c.dtype for c in tab.heatmap.grid.columns} == {"float32"}
     assert "ok" in html_of(tab.details)
     # raw ops are searchable once the registry has loaded
     tf_app.controls.op_search.value = "BatchMatMulV"
@@ -454,7 +802,8 @@ def test_kernels_tab_loads_a_snapshot_from_another_machine(tf_app: Any, tmp_path
     tf_app.load_snapshot(str(path))
     tab = tf_app.tabs["kernels"]
     assert "gpu.json" in tab.snapshot_label.value
-    assert png_of(tab) and "snapshot" in tab.status.value
+    assert tab.heatmap.grid.shape[0] and "snapshot" in tab.status.value
+    assert {c.device for c in tab.heatmap.grid.columns} <= {"GPU", "XLA_GPU_JIT"}  # the snapshot's rows
     tab.clear_snapshot()
     assert tab.snapshot is None
     saved = json.loads(tab.snapshot_bytes())  # this machine's rows, loadable elsewhere
@@ -483,8 +832,11 @@ def test_environment_tab_counts_gpu_kernels_from_the_registry(tf_app: Any) -> No
 
 
 @pytest.mark.slow
-def test_training_tab_trains_live_and_cancels(tf_app: Any) -> None:
+def test_training_tab_trains_live_and_cancels(tf_app: Any, tmp_path: Path) -> None:
+    from explorer.analysis.training.queue import TrainingQueue
+
     tab = tf_app.select("training")
+    tab.queue = TrainingQueue(tmp_path, slots=2)  # a queue of its own: no other run on the machine waits
     tf_app.state.set(policies=["float32", "fp8_emulated"])
     tab.epochs.value = 1
     job = tab.start(wait=True)
@@ -493,6 +845,7 @@ def test_training_tab_trains_live_and_cancels(tf_app: Any) -> None:
     markup = html_of(tab.details)
     assert "float32" in markup and "fp8_emulated" in markup
     assert all(len(r.epochs) == 1 for r in tab.runs.values())
+    assert [s.state for s in tab.statuses.values()] == ["done", "done"]
     tab.epochs.value = 50
     job = tab.start()
     time.sleep(0.5)
@@ -500,6 +853,9 @@ def test_training_tab_trains_live_and_cancels(tf_app: Any) -> None:
     job.wait(120)
     assert job.status in ("cancelled", "done")
     assert "cancelled" in tab.status.value or job.status == "done"
+    pids = [s.pid for s in tab.statuses.values() if s.pid is not None]
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]  # the workers are gone
+    assert tab.queue.tickets() == []
 
 
 @pytest.mark.slow
@@ -595,3 +951,147 @@ def test_hostile_snapshot_with_a_bad_name_is_refused_and_named(
         tf_app.load_snapshot(str(path))
     assert path.read_bytes() == before  # the user's file is left as it was
     assert tf_app.tabs["kernels"].snapshot is None
+
+
+# ----------------------------------------------------------------------- no TensorFlow in the kernel
+
+_VIEWING_VISITOR = r"""
+import json, sys, time
+import ipywidgets as widgets
+import explorer
+from explorer.analysis.sweep_cache import sweep_sandbox
+
+def markup(widget):
+    found = []
+    if isinstance(widget, (widgets.HTML, widgets.HTMLMath)):
+        found.append(str(widget.value))
+    if isinstance(widget, widgets.Output):
+        found.extend(str(o.get("data", {}).get("text/html", "")) for o in widget.outputs)
+    for child in getattr(widget, "children", ()) or ():
+        found.extend(markup(child))
+    return found
+
+app = explorer.App(tab="kernels", op="exp", dtypes=["float16"], backends=["tensorflow", "numpy", "emulated"])
+first = {}
+for key in ("kernels", "ranges", "accuracy", "bits", "environment", "explain"):
+    tab = app.select(key)
+    first[key] = "".join(markup(tab.widget))
+assert app.ctx.background.wait(600), "the workers did not answer"
+shown = {key: "".join(markup(app.select(key).widget)) for key in ("ranges", "accuracy", "environment")}
+print(json.dumps({
+    "tensorflow_imported": "tensorflow" in sys.modules,
+    "loader": app.ctx.tf_loader.status,
+    "banner": app.banner.value,
+    "first": first,
+    "shown": shown,
+    "sweep_workers": sorted(sweep_sandbox().workers()),
+}))
+"""
+
+
+def _visit(cache: Path) -> dict[str, Any]:
+    import os
+
+    out = subprocess.run(
+        [sys.executable, "-c", _VIEWING_VISITOR],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PX_CACHE_DIR": str(cache), "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _tables(markup: str) -> list[list[dict[str, str]]]:
+    """Every <table> of ``markup`` as rows of {header: cell text} (the standard library's parser)."""
+    from html.parser import HTMLParser
+
+    class Tables(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tables: list[list[list[str]]] = []
+            self.cell: list[str] | None = None
+
+        def handle_starttag(self, tag: str, attrs: Any) -> None:
+            if tag == "table":
+                self.tables.append([])
+            elif tag == "tr" and self.tables:
+                self.tables[-1].append([])
+            elif tag in ("td", "th"):
+                self.cell = []
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in ("td", "th") and self.cell is not None and self.tables and self.tables[-1]:
+                self.tables[-1][-1].append("".join(self.cell).strip())
+                self.cell = None
+
+        def handle_data(self, data: str) -> None:
+            if self.cell is not None:
+                self.cell.append(data)
+
+    parser = Tables()
+    parser.feed(markup)
+    out = []
+    for rows in parser.tables:
+        rows = [r for r in rows if r]
+        if len(rows) > 1:
+            out.append([dict(zip(rows[0], r, strict=False)) for r in rows[1:]])
+    return out
+
+
+def _tensorflow_float16_exp() -> tuple[np.ndarray, np.ndarray]:
+    """Independent oracle: TensorFlow called directly here, on every finite float16."""
+    from explorer.backends.tensorflow_backend import import_tensorflow
+
+    tf = import_tensorflow()
+    bits = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    x = np.unique(bits[np.isfinite(bits)].astype(np.float64))
+    y = tf.math.exp(tf.constant(x.astype(np.float16))).numpy().astype(np.float64)
+    return x, y
+
+
+def _float16_ordinal(v: np.ndarray) -> np.ndarray:
+    b = v.astype(np.float16).view(np.int16).astype(np.int64)
+    return np.where(b < 0, -(b & 0x7FFF), b)
+
+
+@pytest.mark.slow
+def test_a_viewing_visitor_never_imports_tensorflow_and_sees_tensorflows_own_numbers(tmp_path: Path) -> None:
+    """A fresh kernel renders every viewing tab (Ranges and Accuracy sweep exp in float16 with
+    tensorflow selected): TensorFlow is never imported there, its numbers arrive from a worker and
+    equal a direct TensorFlow run in this process; a second visitor gets them from the disk cache
+    at the first render, without any worker."""
+    first_visit = _visit(tmp_path)
+    assert first_visit["tensorflow_imported"] is False
+    assert first_visit["loader"] == "idle"
+    assert "not imported in this kernel" in first_visit["banner"]
+    assert "worker process" in first_visit["first"]["ranges"]  # the note while the worker works
+
+    x, y = _tensorflow_float16_exp()
+    with np.errstate(over="ignore"):
+        reference = np.exp(x).astype(np.float16).astype(np.float64)
+    steps = np.abs(_float16_ordinal(y) - _float16_ordinal(reference))
+    first_overflow = float(x[(x > 0) & np.isinf(y)].min())
+
+    for visit in (first_visit, second_visit := _visit(tmp_path)):
+        ranges = [r for t in _tables(visit["shown"]["ranges"]) for r in t if r.get("backend") == "tensorflow"]
+        overflow = [r for r in ranges if r.get("kind") == "overflow"]
+        assert len(overflow) == 1, ranges
+        # the exact threshold is in the rule ("x >= 11.09375 (not ..., the neighbouring input)")
+        assert any(f"x >= {first_overflow!r} " in cell for cell in overflow[0].values()), overflow
+        assert int(overflow[0]["inputs"].replace(",", "")) == int(np.isinf(y).sum())
+        tables = _tables(visit["shown"]["accuracy"])
+        accuracy = [r for t in tables for r in t if r.get("backend") == "tensorflow"]
+        assert accuracy, visit["shown"]["accuracy"][:2000]
+        assert float(accuracy[0]["max_ulp_steps"]) == float(steps.max())
+        assert float(accuracy[0]["correctly_rounded_fraction"]) == pytest.approx(
+            float(np.mean(steps == 0)), abs=5e-3
+        )
+        assert "TensorFlow&#x27;s results are being computed" not in visit["shown"]["ranges"]
+        tables = _tables(visit["shown"]["environment"])
+        tf_devices = [r for t in tables for r in t if r.get("backend") == "tensorflow"]
+        assert tf_devices and "CPU:0" in tf_devices[0]["devices"], tf_devices
+    assert second_visit["tensorflow_imported"] is False
+    assert "worker process" not in second_visit["first"]["ranges"]  # at hand at the first render
+    assert "tensorflow" not in second_visit["sweep_workers"]  # no TensorFlow worker was started

@@ -132,6 +132,46 @@ def img_src(page: Any, selector: str) -> str:
     return str(page.eval_on_selector(selector, "el => el.getAttribute('src')"))
 
 
+#: a cell of the Kernels heatmap (bqplot GridHeatMap rects)
+HEATMAP_CELL = ".px-kernels-plot .px-heatmap-body rect.heatmapcell"
+
+#: in the page: what the Kernels heatmap shows (column and row labels, cell fills, glyphs)
+_HEATMAP_SIGNATURE = """() => {
+    const h = document.querySelector('.px-kernels-plot .px-heatmap');
+    if (h === null) return '';
+    const texts = sel => [...h.querySelectorAll(sel)].map(t => t.textContent).join('|');
+    const fills = [...h.querySelectorAll('rect.heatmapcell')].map(r => r.style.fill).join(',');
+    return [texts('.px-heatmap-header .tick text'), texts('.px-heatmap-body .tick text'), fills,
+            texts('.px-heatmap-body text.label, .px-heatmap-body .label text')].join('#');
+}"""
+
+
+def heatmap_signature(page: Any) -> str:
+    return str(page.evaluate(_HEATMAP_SIGNATURE))
+
+
+def wait_for_heatmap_change(page: Any, before: str, timeout_ms: int = 60_000) -> None:
+    page.wait_for_function(f"before => ({_HEATMAP_SIGNATURE})() !== before", arg=before, timeout=timeout_ms)
+
+
+def set_dtypes(page: Any, dtypes: list[str]) -> None:
+    """Select exactly ``dtypes``: in a multi-select, or by clicking toggle buttons (``.px-dtype-NAME``)."""
+    if page.locator(".px-dtypes select").count():
+        page.select_option(".px-dtypes select", dtypes)
+        return
+    for name in dtypes:  # select the wanted ones first: the selection is never empty
+        button = page.locator(f".px-dtype-{name}").first
+        if "mod-active" not in (button.get_attribute("class") or ""):
+            button.click()
+    active = page.eval_on_selector_all(
+        ".px-dtypes .px-toggle.mod-active",
+        "els => els.map(e => [...e.classList].find(c => c.startsWith('px-dtype-')).slice(9))",
+    )
+    for name in active:
+        if name not in dtypes:
+            page.locator(f".px-dtype-{name}").first.click()
+
+
 def select_op(page: Any, op: str) -> None:
     """Pick ``op`` in the op dropdown (its labels read ``name  ·  group``)."""
     value = page.eval_on_selector(
@@ -152,7 +192,8 @@ def wait_for_tab_content(page: Any, key: str, timeout_ms: int) -> None:
         """key => {
             const tab = document.querySelector('.px-tab-' + key);
             if (!tab) return false;
-            if (tab.querySelector('.px-plot img, .px-details table, .px-details .px-msg')) return true;
+            const shown = '.px-plot img, .px-plot .px-heatmap, .px-details table, .px-details .px-msg';
+            if (tab.querySelector(shown)) return true;
             const msg = tab.querySelector('.px-status .px-msg');
             return msg !== null && !msg.classList.contains('px-msg-loading');
         }""",
@@ -221,17 +262,45 @@ def test_voila_serves_the_app_and_dtype_changes_kernels_view(
         page.goto(voila_url, timeout=120_000)
         page.wait_for_selector(".px-app", timeout=120_000)
         # the Kernels heatmap appears once TensorFlow has loaded in the kernel
-        page.wait_for_selector(".px-kernels-plot img", timeout=120_000)
-        before = img_src(page, ".px-kernels-plot img")
-        page.select_option(".px-dtypes select", ["float32"])
+        page.wait_for_selector(HEATMAP_CELL, timeout=120_000)
+        page.wait_for_timeout(1000)
+        before = heatmap_signature(page)
+        set_dtypes(page, ["float32"])
+        wait_for_heatmap_change(page, before)
         page.wait_for_function(
-            "before => { const i = document.querySelector('.px-kernels-plot img');"
-            " return i !== null && i.getAttribute('src') !== before; }",
-            arg=before,
+            "() => { const t = [...document.querySelectorAll('.px-heatmap-header .tick text')]"
+            ".map(e => e.textContent.trim()).filter(x => x);"
+            " return t.length > 0 && t.every(x => x.endsWith('· float32')); }",
             timeout=60_000,
         )
-        assert img_src(page, ".px-kernels-plot img") != before
-        page.select_option(".px-dtypes select", ["float16", "bfloat16"])
+        page.wait_for_timeout(1000)
+        # what the user sees: one cell per op label x column label, each with its letter
+        texts = "els => els.map(e => e.textContent.trim()).filter(t => t)"
+        columns = page.eval_on_selector_all(".px-heatmap-header .tick text", texts)
+        ops = page.eval_on_selector_all(".px-heatmap-body .tick text", texts)
+        op_labels = [t for t in ops if t != "float32"]  # the bottom axis repeats the dtype
+        assert columns and all(c.endswith("· float32") for c in columns), columns
+        assert page.locator(HEATMAP_CELL).count() == len(op_labels) * len(columns)
+        header = page.inner_text(".px-heatmap-header")
+        assert "CPU declared" in header and "GPU declared" in header  # CPU and GPU side by side
+        assert "this machine has no GPU" in page.inner_text(".px-kernels-status")
+        cell = page.locator(HEATMAP_CELL).first
+        cell.hover()
+        page.wait_for_function(
+            "() => { const t = document.querySelector('.px-heatmap-tip-text');"
+            " return t !== null && t.textContent.includes('float32')"
+            " && t.textContent.includes('declared'); }",
+            timeout=30_000,
+        )
+        cell.click()
+        page.wait_for_function(
+            "() => { const d = document.querySelector('.px-kernels-cell');"
+            " return d !== null && d.textContent.includes('float32')"
+            " && d.textContent.includes('not run here'); }",
+            timeout=30_000,
+        )
+        shoot(page, "voila-kernels-click")
+        set_dtypes(page, ["float16", "bfloat16"])
         select_op(page, "exp")  # an elementwise op: every tab has something to show
         page.wait_for_function(
             "() => document.querySelector('.px-kernels-status').textContent.includes('ops ×')", timeout=60_000
@@ -274,6 +343,48 @@ def test_voila_serves_the_app_and_dtype_changes_kernels_view(
             while kernel_children(proc.pid) and time.monotonic() < deadline:
                 time.sleep(0.5)
             assert kernel_children(proc.pid) == [], "Voila left the visitor's kernel running"
+    finally:
+        page.close(run_before_unload=True)
+
+
+#: what a truncated button is: its label wider than the box (every visible button of the app)
+TRUNCATED_BUTTONS_JS = """() => [...document.querySelectorAll('.px-app button')]
+    .filter(b => b.offsetParent !== null && b.scrollWidth > b.clientWidth)
+    .map(b => `${b.textContent.trim()} (${b.scrollWidth} > ${b.clientWidth})`)"""
+VISIBLE_BUTTONS_JS = (
+    "() => [...document.querySelectorAll('.px-app button')].filter(b => b.offsetParent !== null).length"
+)
+
+
+@pytest.mark.parametrize("size", [(1024, 768), (1400, 1000)])
+def test_voila_no_button_label_is_truncated(
+    browser: Any, voila_server: tuple[str, subprocess.Popen[bytes]], size: tuple[int, int]
+) -> None:
+    """At 1024x768 and 1400x1000, on every tab, no visible button of the app cuts its label
+    (``scrollWidth <= clientWidth``), and the dtype toggles show all 16 formats."""
+    from explorer.formats import FORMAT_NAMES
+
+    voila_url, _ = voila_server
+    width, height = size
+    page = browser.new_page(viewport={"width": width, "height": height})
+    try:
+        page.goto(voila_url, timeout=120_000)
+        page.wait_for_selector(".px-app .px-dtypes .px-toggle", timeout=120_000)
+        shown = page.eval_on_selector_all(
+            ".px-dtypes .px-toggle", "els => els.filter(e => e.offsetParent !== null).length"
+        )
+        assert shown == len(FORMAT_NAMES)
+        truncated: dict[str, list[str]] = {}
+        for key, title in TABS:
+            open_tab(page, title)
+            page.wait_for_selector(f".px-tab-{key}", state="visible", timeout=60_000)
+            page.wait_for_timeout(500)
+            assert page.evaluate(VISIBLE_BUTTONS_JS) > 0, key
+            found = page.evaluate(TRUNCATED_BUTTONS_JS)
+            if found:
+                truncated[key] = found
+        shoot(page, f"voila-buttons-{width}x{height}")
+        assert not truncated, f"truncated buttons at {width}x{height}: {truncated}"
     finally:
         page.close(run_before_unload=True)
 
@@ -400,7 +511,7 @@ def _load_hostile_snapshots(page: Any) -> None:
     snapshot per checked column with a payload there; assert each is shown as text or refused."""
     import hostile
 
-    page.wait_for_selector(".px-kernels-plot img", timeout=120_000)  # TensorFlow loaded
+    page.wait_for_selector(HEATMAP_CELL, timeout=120_000)  # the registry view is drawn
     _upload(page, f"{hostile.SHORT_PAYLOAD}.json", hostile.hostile_valid_snapshot())
     page.wait_for_function(
         "() => document.querySelector('.px-kernels-status').textContent.includes('snapshot')", timeout=60_000
