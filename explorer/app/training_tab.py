@@ -267,13 +267,13 @@ class TrainingTab(Tab):
                 self.refresh()
 
     def _finished(self, job: Job) -> None:
-        self.train_button.disabled = False
         self.sync_progress()
         self.refresh()
         if job.status == "failed":
             self.show_message(f"Training failed: {job.error}", "error")
         elif job.status == "cancelled":
             self.show_message("Training cancelled; the curves show what ran.", "warning")
+        self.train_button.disabled = False  # last: once Train is back, the view is final
 
     # ------------------------------------------------------------------ drawing
 
