@@ -441,3 +441,73 @@ def test_plots_and_table(seed_result: av.AvailabilityResult) -> None:
     assert chol["explanation"].split(":")[0][:40] in html
     with pytest.raises(ValueError, match="valid"):
         heatmap(seed_result, "tensorflow", "GPU", "eager")
+
+
+# ---------------------------------------------------------------- torch.compile cells
+
+
+def _torch_compiles(op: str, dtype_name: str) -> bool:
+    """Does ``torch.compile`` of the op's torch function (written here) run on CPU and return the
+    dtype?  Run in this process."""
+    import warnings
+
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    x = torch.tensor([-2.0, -0.5, 0.0, 1.5]).to(dtype)
+    fn = {"exp": lambda: torch.exp(x), "add": lambda: torch.add(x, x)}[op]
+    torch._dynamo.reset()
+    try:
+        with warnings.catch_warnings():  # Inductor's own imports warn (torch.jit deprecations)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            out = torch.compile(fn, fullgraph=True)()
+    except Exception:
+        return False
+    return bool(out.dtype == dtype)
+
+
+@pytest.mark.slow
+def test_torch_compile_cells_when_asked_cached_by_mode_and_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compile cells are in the matrix when asked for (and only then), for torch alone, with the
+    status a direct torch.compile run gives, compared with OpInfo's CPU dtypes; they are stored per
+    mode, and a different torch version is a different cache."""
+    from explorer.analysis import envcache, probe_cache
+
+    default = av.availability(ops=["exp"], dtypes=["float16"], backends=["torch"], progress=False)
+    assert set(default.rows["mode"]) == {"registry", "eager"}  # compile is asked for by name
+    ops, dtypes = ["exp", "add"], ["float16", "float8_e4m3fn"]
+    asked: dict[str, Any] = dict(
+        ops=ops, dtypes=dtypes, backends=["torch", "numpy"], modes=["eager", "compile"], progress=False
+    )
+    result = av.availability(**asked)
+    compiled = result.rows[result.rows["mode"] == "compile"]
+    assert sorted(zip(compiled["backend"], compiled["op"], compiled["dtype"], strict=True)) == sorted(
+        ("torch", op, dtype) for op in ops for dtype in dtypes
+    )
+    for row in compiled.to_dict("records"):
+        ran = _torch_compiles(row["op"], row["dtype"])
+        assert (row["status"] in RAN) == ran, row
+        assert (row["phase"] == "ok") if ran else (row["phase"] not in ("", "ok")), row
+    cells = result.rows[result.rows["backend"] == "torch"].set_index(["op", "dtype", "mode"])
+    # float8 add: eager PyTorch has no CPU kernel, Inductor's code computes it; OpInfo lists no
+    # float8 dtype for add, so the compiled cell is flagged and the eager one is not
+    assert _torch_compiles("add", "float8_e4m3fn")
+    flagged = cells.loc[("add", "float8_e4m3fn", "compile"), "disagreement"]
+    assert "does not list float8_e4m3fn" in flagged and "torch.compile" in flagged
+    assert cells.loc[("add", "float8_e4m3fn", "eager"), "status"] == "no_kernel"
+    assert cells.loc[("add", "float8_e4m3fn", "eager"), "disagreement"] == ""
+    assert cells.loc[("exp", "float16", "compile"), "declared"] == "ok"
+    assert cells.loc[("exp", "float16", "compile"), "disagreement"] == ""
+    # stored per mode: a second sweep runs nothing, and eager and compile records are apart
+    again = av.availability(**asked)
+    assert again.probed == 0 and again.cached == len(result.rows)
+    with probe_cache.open_store() as store:
+        keys = store.keys(envcache.environment_key())
+    assert {f"torch|{op}|{d}|CPU|{m}" for op in ops for d in dtypes for m in ("eager", "compile")} <= keys
+    # another torch version is another environment: the compile cell is probed again
+    versions = envcache.framework_versions
+    monkeypatch.setattr(envcache, "framework_versions", lambda: {**versions(), "torch": "0.0.0-other"})
+    other = av.availability(
+        ops=["exp"], dtypes=["float16"], backends=["torch"], modes=["compile"], progress=False
+    )
+    assert other.probed == 1 and other.cached == 0

@@ -353,8 +353,35 @@ def test_emulated_bad_settings():
         EmulatedBackend(rounding="up")
 
 
+#: the modes each backend runs in, written here: eager everywhere, XLA for TensorFlow
+#: (jit_compile) and JAX (jax.jit), torch.compile for PyTorch
+EXPECTED_MODES = {
+    "tensorflow": ("eager", "xla"),
+    "numpy": ("eager",),
+    "emulated": ("eager",),
+    "torch": ("eager", "compile"),
+    "jax": ("eager", "xla"),
+}
+
+
+def test_each_backend_declares_its_modes_and_run_refuses_the_others():
+    from explorer.backends import MODES, backend_modes
+
+    assert set(MODES) == {"eager", "xla", "compile"}
+    assert backend_modes() == EXPECTED_MODES
+    for name, modes in EXPECTED_MODES.items():
+        backend = get_backend(name)
+        assert backend.modes == modes
+        for mode in sorted(set(MODES) - set(modes)):
+            with pytest.raises(ValueError) as refused:
+                backend.run("exp", "float32", mode=mode)
+            want = f"the {name} backend has no {mode} mode; its modes: {', '.join(modes)}"
+            assert str(refused.value) == want
+    with pytest.raises(ValueError, match=r"^unknown mode 'jit'; valid modes: eager, xla, compile$"):
+        get_backend("numpy").run("exp", "float32", mode="jit")
+
+
 def test_failures_are_outcomes_not_exceptions():
-    assert get_backend("numpy").run("exp", "float16", mode="xla").status is Status.ERROR
     assert get_backend("numpy").run("exp", "bfloat16").status is Status.UNSUPPORTED_DTYPE
     assert get_backend("tensorflow").run("exp", "tf32").status is Status.UNSUPPORTED_DTYPE
     erf = get_backend("numpy").run("erf", "float32")  # NumPy has no erf

@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 from typing import Any
 
 import pytest
@@ -293,3 +294,78 @@ def test_live_tf_version_of_the_installed_release_equals_the_live_registry(capsy
 def test_bad_op_exits_2(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["kernels", "--op", "no_such_op"]) == 2
     assert "Valid ops" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- modes per backend (torch.compile)
+
+#: each backend's modes, written here
+BACKEND_MODES = {
+    "tensorflow": "eager, xla",
+    "numpy": "eager",
+    "emulated": "eager",
+    "torch": "eager, compile",
+    "jax": "eager, xla",
+}
+
+
+def test_help_lists_each_backends_modes(capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as done:
+        main(["kernels", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--mode {registry,eager,xla,compile}" in text
+    for backend, modes in BACKEND_MODES.items():
+        assert f"{backend}: {modes}" in text, backend
+
+
+def test_a_mode_no_backend_asked_for_has_exits_2(capsys) -> None:  # type: ignore[no-untyped-def]
+    prefix = "precision-explorer kernels: error: --mode "
+    assert main(["kernels", "--backend", "numpy", "--mode", "compile", "--op", "exp"]) == 2
+    assert capsys.readouterr().err == (
+        f"{prefix}compile: the numpy backend has no compile mode (its modes: eager); "
+        "the compile mode is torch's\n"
+    )
+    assert main(["kernels", "--backend", "torch", "--backend", "numpy", "--mode", "xla", "--op", "exp"]) == 2
+    assert capsys.readouterr().err == (
+        f"{prefix}xla: none of the backends asked for has a xla mode (torch: eager, compile; numpy: eager); "
+        "the xla mode is tensorflow's and jax's\n"
+    )
+
+
+def _compiles_directly(op: str) -> str:
+    """The error of torch.compile of the op's torch function in float16 on CPU, run here ("": it ran)."""
+    import torch
+
+    calls: dict[str, tuple[Any, list[Any]]] = {
+        "exp": (torch.exp, [torch.tensor([-2.0, -0.5, 0.0, 1.5], dtype=torch.float16)]),
+        "cholesky": (torch.linalg.cholesky, [torch.tensor([[4.0, 1.0], [1.0, 3.0]], dtype=torch.float16)]),
+    }
+    fn, inputs = calls[op]
+    torch._dynamo.reset()
+    try:
+        with warnings.catch_warnings():  # Inductor's own imports warn (torch.jit deprecations)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            out = torch.compile(lambda *xs: fn(*xs), fullgraph=True)(*inputs)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "" if out.dtype == torch.float16 else f"came back in {out.dtype}"
+
+
+@pytest.mark.slow
+def test_torch_compile_cells_are_printed_with_status_and_phase(capsys) -> None:  # type: ignore[no-untyped-def]
+    argv = ["kernels", "--backend", "torch", "--mode", "compile", "--dtype", "float16", "--op", "exp"]
+    assert main([*argv, "--op", "cholesky"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = re.split(r"\s{2,}", lines[0].strip())
+    assert header[:8] == ["backend", "op", "raw_op", "dtype", "device", "mode", "status", "phase"]
+    cells = {cells[1]: cells for cells in (re.split(r"\s{2,}", line.strip()) for line in lines[1:3])}
+    assert set(cells) == {"exp", "cholesky"}
+    for op, cell in cells.items():
+        assert (cell[0], cell[3], cell[4], cell[5]) == ("torch", "float16", "CPU", "compile")
+        error = _compiles_directly(op)
+        if not error:
+            assert (cell[6], cell[7]) == ("ok", "ok"), cell
+        else:  # a dispatch "X" not implemented for 'Half' is no_kernel, found at kernel lookup
+            assert "not implemented for 'Half'" in error, error
+            assert (cell[6], cell[7]) == ("no_kernel", "kernel_lookup"), cell
+    assert any(line.startswith("--- torch cholesky float16 CPU compile: no_kernel") for line in lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import warnings
 from typing import Any
 
 import numpy as np
@@ -230,11 +231,54 @@ def test_torch_compile_on_cpu(torch, compiler, op_name, fmt):
         assert outcome.phase is Phase.KERNEL_LOOKUP and "not implemented for 'Half'" in outcome.error
 
 
-def test_compile_is_not_a_mode_of_run_until_base_has_it(torch):
-    """``compile`` is the backend's mode; :meth:`Backend.run` accepts it once MODES lists it."""
-    from explorer.backends.base import MODES
+#: the torch functions of a few catalog ops, written here (not the catalog's calls): an elementwise
+#: op, a reduction, and a LAPACK call that Inductor leaves to ATen
+DIRECT_CALLS = {
+    "exp": lambda torch, x: torch.exp(x),
+    "sum": lambda torch, x: torch.sum(x, dim=-1),
+    "cholesky": lambda torch, a: torch.linalg.cholesky(a),
+}
 
-    assert COMPILE in get_backend("torch").modes
-    if COMPILE not in MODES:
-        with pytest.raises(ValueError, match="unknown mode 'compile'"):
-            get_backend("torch").run("exp", "float16", mode=COMPILE)
+
+def direct_compile(torch: Any, op_name: str, fmt: str, inputs: tuple[np.ndarray, ...]) -> tuple[Any, str]:
+    """``torch.compile`` of the op's torch function, called here on CPU: (result as float64, "") or
+    (None, the error's type name) when compiling or running it raises."""
+    dtype = getattr(torch, fmt)
+    call = DIRECT_CALLS[op_name]
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *tensors: call(torch, *tensors), fullgraph=True)
+    try:
+        with warnings.catch_warnings():  # Inductor's own imports warn (torch.jit deprecations)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            out = compiled(*[torch.from_numpy(x).to(dtype) for x in inputs])
+    except Exception as exc:
+        return None, type(exc).__name__
+    assert out.dtype == dtype
+    return out.to(torch.float64).numpy(), ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ("float16", "bfloat16", "float32"))
+@pytest.mark.parametrize("op_name", list(DIRECT_CALLS))
+def test_run_in_compile_mode_matches_a_direct_torch_compile(torch, compiler, op_name, fmt):
+    """``Backend.run(mode="compile")`` against ``torch.compile`` called here: the same failure, or
+    the same values, within the format's tolerance of the float64 reference."""
+    inputs = rounded_inputs(op_name, fmt, 0)
+    outcome = get_backend("torch").run(op_name, fmt, mode=COMPILE, inputs=inputs)
+    want, error = direct_compile(torch, op_name, fmt, inputs)
+    assert outcome.extra["mode"] == COMPILE
+    if error:
+        assert not outcome.ran and outcome.error.startswith(f"{error}: "), (error, outcome.error[:500])
+        return
+    assert outcome.status is Status.OK, outcome.error[:2000]
+    assert outcome.result.dtype == resolve(fmt).storage_dtype and "torch.compile" in outcome.detail
+    np.testing.assert_array_equal(outcome.result.astype(np.float64), want)
+    reference = np.asarray(get_op(op_name).reference(*inputs), dtype=np.float64)
+    assert normwise_eps(want, reference, fmt) <= NORMWISE_EPS[fmt]
+
+
+def test_torch_runs_eager_and_compile_only(torch):
+    backend = get_backend("torch")
+    assert backend.modes == ("eager", COMPILE)
+    with pytest.raises(ValueError, match=r"^the torch backend has no xla mode; its modes: eager, compile$"):
+        backend.run("exp", "float16", mode="xla")

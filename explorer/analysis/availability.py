@@ -62,8 +62,12 @@ EXTRA_DEFAULTS: dict[str, Any] = {
     "cached": False,
 }
 EXTRA_KEYS: tuple[str, ...] = tuple(EXTRA_DEFAULTS)
-#: modes a user may ask for
+#: modes a user may ask for: ``registry`` (declared) and every mode a backend runs in
 AVAILABILITY_MODES: tuple[str, ...] = ("registry", *MODES)
+#: modes of a sweep that names none: every mode but ``compile``, which is asked for by name
+#: (``torch.compile`` builds C++ code with Inductor for each op and dtype, where an eager probe
+#: calls one kernel; ``benchmarks/bench_frameworks.py`` times both)
+DEFAULT_AVAILABILITY_MODES: tuple[str, ...] = tuple(m for m in AVAILABILITY_MODES if m != "compile")
 #: probe store format version (the store's SQLite schema version)
 CACHE_VERSION = probe_cache.SCHEMA_VERSION
 
@@ -213,6 +217,8 @@ def declared_rows(reg: Registry, targets: list[Target], dtypes: list[str], devic
             for dtype in dtypes:
                 for device in devices:
                     for mode in MODES:
+                        if (device, mode) not in REGISTRY_DEVICE:  # a mode TensorFlow does not have
+                            continue
                         dev_type = registry_device(device, mode)
                         if dev_type not in reg.device_types:
                             continue
@@ -326,8 +332,11 @@ def availability(
     ``ops``: catalog or raw op names (default: the whole catalog); ``dtypes``: format
     names (default: every float dtype TensorFlow has); ``backends``: default every
     backend (torch rows say ``not_installed`` when it is absent); ``devices``: ``CPU``
-    and/or ``GPU`` (default CPU); ``modes``: ``registry``, ``eager``, ``xla`` (default all).
-    Each may be one name or a list; every name is checked before anything runs.
+    and/or ``GPU`` (default CPU); ``modes``: any of :data:`AVAILABILITY_MODES` (``registry``,
+    ``eager``, ``xla``, ``compile``; default :data:`DEFAULT_AVAILABILITY_MODES`, every one but
+    ``compile``).  Each backend is probed in the modes it has (``compile``: PyTorch only, ``xla``:
+    TensorFlow and JAX); a mode no selected backend has gives no rows.  Each may be one name or a
+    list; every name is checked before anything runs.
 
     Probe records are read from and saved to the probe store
     (:mod:`explorer.analysis.probe_cache`) as each one arrives, so an interrupted sweep
@@ -340,7 +349,8 @@ def availability(
 
     start = time.perf_counter()
     ops = _names(ops, "ops")
-    modes = _check_list(_names(modes, "modes"), AVAILABILITY_MODES, "mode") or list(AVAILABILITY_MODES)
+    asked_modes = _check_list(_names(modes, "modes"), AVAILABILITY_MODES, "mode")
+    modes = asked_modes or list(DEFAULT_AVAILABILITY_MODES)
     backends = [get_backend(b).name for b in (_names(backends, "backends") or list(BACKEND_NAMES))]
     devices = [normalize_device(d) for d in (_names(devices, "devices") or ["CPU"])]
     dtype_names = [resolve(d).name for d in (_names(dtypes, "dtypes", strings=False) or [])]
@@ -531,17 +541,24 @@ def torch_declared_rows(
 
 
 def _compare_with_opinfo(row: dict[str, Any], record: dict[str, Any], data: Any, table: dict) -> None:
-    """Fill a torch probe row's ``declared`` and ``disagreement`` from PyTorch's OpInfo."""
-    from explorer.analysis.torch_declared import compare, declared_status
+    """Fill a torch probe row's ``declared`` and ``disagreement`` from PyTorch's OpInfo.
+
+    Eager and ``compile`` rows alike are compared with the dtypes OpInfo lists for the device
+    (OpInfo has no list of its own for ``torch.compile``)."""
+    from explorer.analysis.torch_declared import RAN, compare, declared_status
 
     said = table.get((row["op"], row["dtype"]))
     if said is None or row["device"] not in ("CPU", "GPU"):
         return
     row["raw_op"] = said["opinfo"] or row["raw_op"]
     row["declared"] = declared_status(said, row["device"])
-    result = compare([said], {(row["op"], row["dtype"]): record}, row["device"], data)
+    probed = {(row["op"], row["dtype"]): {**record, "mode": row["mode"]}}
+    result = compare([said], probed, row["device"], data)
     if result and result[0]["agree"] is False:
-        row["disagreement"] = result[0]["reason"]
+        reason = result[0]["reason"]
+        if row["mode"] == "compile" and record["status"] in RAN:
+            reason += "; under torch.compile, whose Inductor code is not the eager kernel OpInfo describes"
+        row["disagreement"] = reason
 
 
 def registry_gaps(

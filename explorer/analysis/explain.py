@@ -21,7 +21,12 @@ _FAILING_OP = (
     re.compile(r"\[Op:(\w+)\]"),
 )
 
-_MODE_WORDS = {"eager": "eagerly", "xla": "under XLA", "registry": "in the registry"}
+_MODE_WORDS = {
+    "eager": "eagerly",
+    "xla": "under XLA",
+    "compile": "under torch.compile",
+    "registry": "in the registry",
+}
 
 
 def failing_raw_op(error: str) -> str | None:

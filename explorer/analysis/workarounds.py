@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.backends.base import MODES
+from explorer.backends.tensorflow_backend import TensorflowBackend
 from explorer.formats import resolve
 from explorer.ops import Op, get_op
 
@@ -393,8 +393,8 @@ def _fold_dtype_tests(node: ast.expr, compute: str) -> ast.expr:
 
 def _check(op: str, dtype: str, mode: str = "eager") -> tuple[Op, str]:
     the_op = get_op(op)
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+    if mode not in TensorflowBackend.modes:  # the code written here is TensorFlow's
+        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(TensorflowBackend.modes)}")
     return the_op, resolve(dtype).name
 
 

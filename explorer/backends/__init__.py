@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 
-from explorer.backends.base import DEVICE_TYPES, MODES, Backend, normalize_device
+from explorer.backends.base import DEVICE_TYPES, MODES, Backend, check_mode, normalize_device
 from explorer.backends.emulated import EmulatedBackend
 from explorer.backends.jax_backend import JaxBackend
 from explorer.backends.numpy_backend import NumpyBackend
@@ -45,6 +45,15 @@ def get_backend(name: str | Backend) -> Backend:
     return _INSTANCES[key]
 
 
+def backend_modes() -> dict[str, tuple[str, ...]]:
+    """The modes each backend runs in (its :attr:`Backend.modes`), by name; no framework is imported.
+
+    >>> backend_modes()["torch"], backend_modes()["numpy"]
+    (('eager', 'compile'), ('eager',))
+    """
+    return {name: _CLASSES[name].modes for name in BACKEND_NAMES}
+
+
 def installed_backends() -> list[str]:
     """Names of the backends whose framework can be imported here."""
     return [n for n in BACKEND_NAMES if get_backend(n).is_installed()]
@@ -55,6 +64,8 @@ __all__ = [
     "DEVICE_TYPES",
     "MODES",
     "Backend",
+    "backend_modes",
+    "check_mode",
     "get_backend",
     "installed_backends",
     "normalize_device",

@@ -15,8 +15,10 @@ from explorer.outcome import Outcome, Phase, Status
 
 #: Device types a user may ask for.
 DEVICE_TYPES: tuple[str, ...] = ("CPU", "GPU")
-#: Ways of running an op.  ``eager`` everywhere; ``xla`` where the backend compiles.
-MODES: tuple[str, ...] = ("eager", "xla")
+#: Every way of running an op, across the backends: ``eager`` (op by op, every backend), ``xla``
+#: (TensorFlow's ``jit_compile=True``, JAX's ``jax.jit``), ``compile`` (PyTorch's ``torch.compile``
+#: with Inductor).  Each backend runs in the ones its :attr:`Backend.modes` lists.
+MODES: tuple[str, ...] = ("eager", "xla", "compile")
 
 
 def normalize_device(device: str) -> str:
@@ -38,6 +40,27 @@ def normalize_device(device: str) -> str:
     raise ValueError(f"unknown device {shown!r}; valid devices: {', '.join(DEVICE_TYPES)}{hint}")
 
 
+def check_mode(backend: Backend, mode: str) -> str:
+    """``mode`` when ``backend`` runs in it; ValueError naming the valid modes otherwise.
+
+    >>> from explorer.backends import get_backend
+    >>> check_mode(get_backend("torch"), "compile")
+    'compile'
+    >>> check_mode(get_backend("numpy"), "xla")
+    Traceback (most recent call last):
+    ...
+    ValueError: the numpy backend has no xla mode; its modes: eager
+    """
+    if not isinstance(mode, str) or mode not in MODES:
+        shown = mode if not isinstance(mode, str) or len(mode) <= 40 else mode[:40] + "..."
+        raise ValueError(f"unknown mode {shown!r}; valid modes: {', '.join(MODES)}")
+    if mode not in backend.modes:
+        raise ValueError(
+            f"the {backend.name} backend has no {mode} mode; its modes: {', '.join(backend.modes)}"
+        )
+    return mode
+
+
 class Backend(ABC):
     """A framework that can run catalog ops.
 
@@ -48,7 +71,7 @@ class Backend(ABC):
 
     #: registry name, e.g. "numpy"
     name: str = ""
-    #: modes this backend can run in
+    #: the modes of :data:`MODES` this backend runs in (:meth:`run` refuses the others)
     modes: tuple[str, ...] = ("eager",)
 
     @abstractmethod
@@ -87,7 +110,8 @@ class Backend(ABC):
     ) -> Outcome:
         """Run ``op`` in format ``fmt`` on ``device``; never raises for a failed run.
 
-        Bad names (op, format, device, mode) raise ValueError; everything that
+        Bad names (op, format, device, mode) raise ValueError, and so does a mode of
+        :data:`MODES` that this backend does not list in :attr:`modes`; everything that
         goes wrong while running becomes the Outcome's status and error, and the
         Outcome's phase says which step failed.  A run on the catalog's own inputs (``inputs``
         not given) whose result is silently wrong (:func:`explorer.backends.silent.judge`) is
@@ -99,8 +123,7 @@ class Backend(ABC):
         op = get_op(op)
         fmt = resolve(fmt)
         device = normalize_device(device)
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; valid modes: {', '.join(MODES)}")
+        check_mode(self, mode)
         judged = inputs is None  # the catalog's own inputs: a probe, judged for silent wrong results
         if inputs is None:
             inputs = op.inputs(seed)
@@ -109,12 +132,6 @@ class Backend(ABC):
         extra = {"backend": self.name, "mode": mode}
         if not self.is_installed():
             return Outcome(Status.NOT_INSTALLED, error=f"{self.name} is not installed", extra=extra)
-        if mode not in self.modes:
-            return Outcome(
-                Status.ERROR,
-                error=f"the {self.name} backend has no {mode} mode (it has: {', '.join(self.modes)})",
-                extra=extra,
-            )
         if device not in self.devices():
             return Outcome(
                 Status.NO_DEVICE,

@@ -23,6 +23,7 @@ class EmulatedBackend(Backend):
     """
 
     name = "emulated"
+    modes = ("eager",)
 
     def __init__(self, compute: str = "float64", rounding: str = "nearest_even", seed: int = 0) -> None:
         if compute not in COMPUTE_DTYPES:

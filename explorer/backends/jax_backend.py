@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.backends.base import MODES, Backend, first_output
+from explorer.backends.base import Backend, first_output
 from explorer.backends.silent import held_in
 from explorer.formats import Format
 from explorer.ops import Call, Op
@@ -199,7 +199,7 @@ class JaxBackend(Backend):
     """Runs each op's JAX call (:func:`jax_call`) on CPU or GPU, op by op or under ``jax.jit``."""
 
     name = "jax"
-    modes = MODES
+    modes = ("eager", "xla")
 
     def is_installed(self) -> bool:
         return importlib.util.find_spec("jax") is not None and importlib.util.find_spec("jaxlib") is not None

@@ -14,6 +14,7 @@ class NumpyBackend(Backend):
     """Runs each op's NumPy call on inputs cast to a native NumPy float dtype."""
 
     name = "numpy"
+    modes = ("eager",)
 
     def is_installed(self) -> bool:
         return True

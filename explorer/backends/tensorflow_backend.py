@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.backends.base import MODES, Backend, first_output
+from explorer.backends.base import Backend, first_output
 from explorer.formats import Format
 from explorer.ops import Op
 from explorer.outcome import Outcome, Phase, Status
@@ -222,7 +222,7 @@ class TensorflowBackend(Backend):
     """Runs each op's TensorFlow call, eagerly or compiled with XLA."""
 
     name = "tensorflow"
-    modes = MODES
+    modes = ("eager", "xla")
 
     def is_installed(self) -> bool:
         return importlib.util.find_spec("tensorflow") is not None

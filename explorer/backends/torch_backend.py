@@ -20,8 +20,7 @@ How a run is made:
   no ``Vectorized<Float8_e4m3fn>`` math) is ``no_kernel`` at ``xla_compile`` (the compile step);
   a kernel the compiled code calls (ATen fallbacks, e.g. LAPACK) fails as in eager.
 
-The ``compile`` mode is reachable through :meth:`Backend.run` once ``"compile"`` is one of
-:data:`explorer.backends.base.MODES`; until then through ``_run(..., mode="compile")``.
+``Backend.run(..., mode="compile")`` runs it (:data:`COMPILE`); the other backends refuse that mode.
 """
 
 from __future__ import annotations

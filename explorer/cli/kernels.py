@@ -9,7 +9,7 @@ from typing import Any
 VERB = "kernels"
 HELP = (
     "kernel availability per op x dtype x device: declared by TensorFlow's registry and probed "
-    "by running (eager, XLA), with explanations and workarounds"
+    "by running (eager, XLA, torch.compile), with explanations and workarounds"
 )
 EXIT_1 = "--diff found a cell whose status changed, or a cell in only one snapshot"
 JSON_RESULT = (
@@ -61,12 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_dtype_argument(parser, default="every float dtype TensorFlow has")
     add_device_argument(parser)
     add_backend_argument(parser, default="all")
-    parser.add_argument(
-        "--mode",
-        action="append",
-        choices=["registry", "eager", "xla"],
-        help="registry (declared), eager or xla (probed); repeat for several; default: all three",
-    )
+    parser.add_argument("--mode", action="append", choices=mode_choices(), help=mode_help())
     parser.add_argument("--group", help="only ops of this catalog group (unary, linalg, nn, ...)")
     add_json_argument(parser)
     parser.add_argument(
@@ -111,13 +106,70 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def mode_choices() -> list[str]:
+    """``--mode``'s choices: ``registry`` and every mode a backend runs in."""
+    from explorer.backends import MODES
+
+    return ["registry", *MODES]
+
+
+def mode_help() -> str:
+    """``--mode``'s help: the modes, the default, and each backend's modes.
+
+    >>> "torch: eager, compile" in mode_help()
+    True
+    """
+    from explorer.backends import backend_modes
+
+    per_backend = "; ".join(f"{name}: {', '.join(modes)}" for name, modes in backend_modes().items())
+    return (
+        "registry (declared: TensorFlow's registry, PyTorch's OpInfo) or a probed mode: eager, xla "
+        "(TensorFlow's jit_compile, jax.jit), compile (torch.compile, Inductor); repeat for several; "
+        "default: registry, eager and xla (compile only when asked for: it builds code for every op "
+        f"and dtype). Each backend is probed in its own modes ({per_backend}); a probed mode that no "
+        "backend asked for has is refused"
+    )
+
+
+def check_modes(args: argparse.Namespace) -> None:
+    """ValueError when a probed ``--mode`` is one that none of the backends asked for runs in
+    (``--backend numpy --mode xla``), naming each backend's modes.  Snapshots (``--load``,
+    ``--diff``) are only filtered, so any mode is taken there; ``--history`` is TensorFlow's.
+
+    >>> ns = argparse.Namespace(mode=["compile"], backend=["tensorflow"], load=None, diff=None,
+    ...                         history=False)
+    >>> check_modes(ns)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --mode compile: the tensorflow backend has no compile mode (its modes: eager, xla); ...
+    """
+    from explorer.backends import backend_modes
+
+    if args.load is not None or args.diff:
+        return
+    modes = backend_modes()
+    asked = ["tensorflow"] if args.history else list(dict.fromkeys(args.backend or modes))
+    for mode in dict.fromkeys(m for m in args.mode or [] if m != "registry"):
+        if any(mode in modes[b] for b in asked):
+            continue
+        having = " and ".join(f"{b}'s" for b, ms in modes.items() if mode in ms)
+        if len(asked) == 1:
+            lacking = f"the {asked[0]} backend has no {mode} mode (its modes: {', '.join(modes[asked[0]])})"
+        else:
+            each = "; ".join(f"{b}: {', '.join(modes[b])}" for b in asked)
+            lacking = f"none of the backends asked for has a {mode} mode ({each})"
+        raise ValueError(f"--mode {mode}: {lacking}; the {mode} mode is {having}")
+
+
 def check_names(args: argparse.Namespace) -> None:
-    """Check the group and the release options before anything runs (formats, backends, devices
-    and the spelling of op names were checked by argparse); ValueError names the valid choices."""
+    """Check the group, the modes and the release options before anything runs (formats,
+    backends, devices and the spelling of op names were checked by argparse); ValueError names
+    the valid choices."""
     from explorer.ops import GROUPS
 
     if args.group is not None and args.group not in GROUPS:
         raise ValueError(f"unknown group {args.group!r}; valid groups: {', '.join(GROUPS)}")
+    check_modes(args)
     check_release_options(args)
 
 
