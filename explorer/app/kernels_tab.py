@@ -533,7 +533,11 @@ class KernelsTab(Tab):
                 f"{self.state.op} is a raw TensorFlow op without a catalog entry: it has registry rows "
                 "only, nothing to probe"
             )
-        modes = list(MODES) if self.state.mode == "registry" else [self.state.mode]
+        from explorer.analysis.availability import DEFAULT_AVAILABILITY_MODES
+
+        # in registry mode, probe the default modes (torch.compile takes seconds per op: asked for only)
+        defaults = [m for m in DEFAULT_AVAILABILITY_MODES if m != "registry"]
+        modes = defaults if self.state.mode == "registry" else [self.state.mode]
         selection = (list(self.state.dtypes), list(self.state.backends), [self.state.device], modes)
         self.job = Job("probing", lambda ctx: self._probe(ctx, ops, *selection))
         self.panel.attach(self.job)
