@@ -1,6 +1,7 @@
 """The app's first paint and interaction latency, measured in Chromium against a fresh Voila server.
 
     python benchmarks/bench_app_browser.py [--loads 5] [--repeats 20] [--json]
+        [--preheat] [--first-paint-only]
     python benchmarks/run.py app_browser
 
 - first paint: ``--loads`` page loads, each in a new browser context (cold cache, its own
@@ -18,6 +19,9 @@
   the value), clicking a heatmap cell (two cells alternately; the cell details change).
   The first pass of each cycle computes; later ones may be served from the app's caches: both
   are in the figures, and the first value is reported apart.
+
+``--preheat`` starts the server as ``precision-explorer app --preheat`` does (a pool of
+pre-executed kernels); ``--first-paint-only`` skips the interactions.
 
 Figures are wall-clock on the machine at hand, under whatever else runs on it.
 """
@@ -103,7 +107,7 @@ def _summary(ms: list[float]) -> dict[str, Any]:
     }
 
 
-def _server(tmp: Path) -> tuple[str, subprocess.Popen[bytes], Path]:
+def _server(tmp: Path, preheat: bool = False) -> tuple[str, subprocess.Popen[bytes], Path]:
     from test_browser import free_port, wait_for_http
 
     from explorer.cli.app import voila_command, voila_env, write_offline_template
@@ -112,14 +116,33 @@ def _server(tmp: Path) -> tuple[str, subprocess.Popen[bytes], Path]:
     log = tmp / "voila.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            voila_command(ROOT / "notebooks" / "explorer.ipynb", port),
+            voila_command(ROOT / "notebooks" / "explorer.ipynb", port, preheat=preheat),
             env=voila_env(write_offline_template(tmp / "share")),
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
         )
     wait_for_http(f"tcp://127.0.0.1:{port}", proc, log)
+    if preheat:
+        _wait_for_pool(log)
     return f"http://127.0.0.1:{port}/", proc, log
+
+
+#: what Voila logs once every kernel of its pre-heated pool has run the notebook
+_POOL_READY = "is filled with"
+#: most seconds to wait for the pool to fill
+POOL_WAIT_S = 180.0
+
+
+def _wait_for_pool(log: Path) -> None:
+    """Wait until Voila's log says the pre-heated kernels ran the notebook (or POOL_WAIT_S passed),
+    so the first loads measure a filled pool, not kernels still starting."""
+    deadline = time.monotonic() + POOL_WAIT_S
+    while time.monotonic() < deadline:
+        if _POOL_READY in log.read_text(errors="replace"):
+            return
+        time.sleep(0.5)
+    print(f"warning: the pre-heated pool did not report ready within {POOL_WAIT_S:.0f} s", file=sys.stderr)
 
 
 def first_paint(browser: Any, url: str, loads: int) -> dict[str, Any]:
@@ -234,18 +257,24 @@ def interactions(page: Any, repeats: int) -> dict[str, Any]:
     return out
 
 
-def measure_all(loads: int = 5, repeats: int = 20) -> dict[str, Any]:
-    """Start Voila and Chromium, measure first paint and the interactions; everything is stopped."""
+def measure_all(
+    loads: int = 5, repeats: int = 20, *, preheat: bool = False, interactions_too: bool = True
+) -> dict[str, Any]:
+    """Start Voila (with a pre-heated kernel pool when ``preheat``) and Chromium, measure first
+    paint and (when ``interactions_too``) the interactions; everything is stopped."""
     from playwright.sync_api import sync_playwright
     from test_browser import CHROMIUM, LAUNCH_ARGS, stop
 
     tmp = Path(tempfile.mkdtemp(prefix="px-bench-browser-"))
-    url, proc, _ = _server(tmp)
+    url, proc, _ = _server(tmp, preheat)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
             try:
                 paint = first_paint(browser, url, loads)
+                if not interactions_too:
+                    code = _code_state()
+                    return {"first_paint": paint, "interactions": {}, "code": code, "preheat": preheat}
                 page = browser.new_page(viewport=VIEWPORT)
                 try:
                     page.goto(url, timeout=LOAD_MS)
@@ -257,7 +286,7 @@ def measure_all(loads: int = 5, repeats: int = 20) -> dict[str, Any]:
                 browser.close()
     finally:
         stop(proc)
-    return {"first_paint": paint, "interactions": inter, "code": _code_state()}
+    return {"first_paint": paint, "interactions": inter, "code": _code_state(), "preheat": preheat}
 
 
 def _code_state() -> dict[str, Any]:
@@ -303,11 +332,17 @@ def main(argv: list[str] | None = None) -> int:
         "--repeats", type=int, default=20, help="repetitions of each interaction (default 20)"
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--preheat", action="store_true", help="serve with a pool of pre-heated kernels (app --preheat)"
+    )
+    parser.add_argument("--first-paint-only", action="store_true", help="measure first paint only")
     args = parser.parse_args(argv)
     if args.loads < 1 or args.repeats < 1:
         parser.error("--loads and --repeats must be at least 1")
     start = time.perf_counter()
-    result = measure_all(args.loads, args.repeats)
+    result = measure_all(
+        args.loads, args.repeats, preheat=args.preheat, interactions_too=not args.first_paint_only
+    )
     result["seconds"] = time.perf_counter() - start
     print(json.dumps(result, indent=2) if args.json else _table(result))
     return 0

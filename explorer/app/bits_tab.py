@@ -56,7 +56,8 @@ class BitsTab(Tab):
 
         value = self.state.value
         infos = [inspect_value(value, d) for d in self.state.dtypes]
-        self.show_figure(plot_bit_fields(infos), "bit fields")
+        formats = ", ".join(i.format for i in infos)
+        self.show_figure(plot_bit_fields(infos), f"Sign, exponent and mantissa bits of {value} in {formats}")
         self.show_html(bits_details_html(value, infos, [explain_value(i) for i in infos], value_table))
         self.clear_message()
 

@@ -205,7 +205,8 @@ class EnvironmentTab(Tab):
         self.show_cached_figure(
             ("counts", tuple(summary["dtype"])),
             lambda: plot_kernel_counts(summary),
-            "kernels per device type",
+            "Grouped bars: how many TensorFlow ops have a kernel on each device type, for "
+            + ", ".join(str(d) for d in summary["dtype"]),
         )
         intro = (
             "<h4>What the kernel registry declares</h4><p>Read from the installed TensorFlow wheel's own "

@@ -54,15 +54,31 @@ def _matches_html(m: dict[str, Any]) -> str:
     return _e(f"{among}; closest: {closest} ({m['differences']} differences)")
 
 
+def history_colors(status: str) -> tuple[str, str]:
+    """The background of a release-history cell of ``status`` (``HISTORY_COLORS``, the colours of
+    the release history everywhere) and the text colour with the higher contrast on it.
+
+    >>> history_colors("no_kernel")
+    ('#cc0000', '#ffffff')
+    """
+    from explorer.plots.history import HISTORY_COLORS
+    from explorer.plots.palette import UNKNOWN_COLOR, text_color
+
+    background = HISTORY_COLORS.get(status, UNKNOWN_COLOR)
+    return background, text_color(background)
+
+
 def _history_html(result: dict[str, Any]) -> str:
-    colours = {"ok": "#1a7f37", "no_kernel": "#a00000", "unsupported_dtype": "#8a5a00", "absent": "#777"}
-    cells = "".join(
-        f"<td title='{_e(h['reason'] or h['status'])}' style='padding:2px 6px;color:#fff;"
-        f"background:{colours.get(h['status'], '#555')}'>{_e(h['version'])}<br>{_e(h['status'])}</td>"
-        for h in result["history"]
-    )
+    cells: list[str] = []
+    for h in result["history"]:
+        background, ink = history_colors(str(h["status"]))
+        cells.append(
+            f"<td title='{_e(h['reason'] or h['status'])}' style='padding:2px 6px;color:{ink};"
+            f"background:{background}'>{_e(h['version'])}<br>{_e(h['status'])}</td>"
+        )
     return (
-        f"<table style='border-collapse:separate;border-spacing:2px;font-size:85%'><tr>{cells}</tr></table>"
+        "<table style='border-collapse:separate;border-spacing:2px;font-size:85%'>"
+        f"<tr>{''.join(cells)}</tr></table>"
     )
 
 

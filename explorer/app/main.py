@@ -10,7 +10,9 @@ without TensorFlow in the kernel, or when asked (training, ``app.ctx.tf_loader.s
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import ipywidgets as widgets
@@ -35,6 +37,76 @@ def _tab_classes() -> list[type[Tab]]:
     return [KernelsTab, RangesTab, AccuracyTab, BitsTab, TrainingTab, EnvironmentTab, ExplainTab]
 
 
+class TabSet(Mapping[str, Tab]):
+    """The app's tabs by key, each built (its widgets created) on first access.
+
+    Until then the ipywidgets Tab holds an empty slot box for it; ``tabs[key]`` (and
+    ``App.tab``, ``App.select``, selecting it on screen) builds the tab and puts its widget in
+    the slot.  ``key in tabs``, ``len`` and iterating the keys build nothing;
+    :meth:`built` lists the tabs built so far.
+    """
+
+    def __init__(self, app: App, classes: list[type[Tab]]) -> None:
+        self._app = app
+        self._classes = {cls.key: cls for cls in classes}
+        self._built: dict[str, Tab] = {}
+        self._lock = threading.RLock()
+        #: one empty box per tab, in order: the ipywidgets Tab's children
+        self.slots: dict[str, widgets.Box] = {
+            key: widgets.Box(layout=widgets.Layout(display="block")).add_class("px-tab-slot")
+            for key in self._classes
+        }
+
+    def __getitem__(self, key: str) -> Tab:
+        tab = self._built.get(key)
+        if tab is not None:
+            return tab
+        cls = self._classes[key]  # KeyError for an unknown key, as a dict
+        with self._lock:
+            if key not in self._built:
+                self._built[key] = self._build(cls)
+            return self._built[key]
+
+    def _build(self, cls: type[Tab]) -> Tab:
+        app = self._app
+        tab = cls(app.ctx)
+        if not tab.needs_tensorflow:
+            tab.on_registry_ready(app)
+        if app.ctx.tf_loader.status == "ready":
+            try:
+                tab.on_tensorflow_loaded(app)
+            except Exception as exc:
+                tab.show_error(exc, "after TensorFlow loaded")
+        self.slots[cls.key].children = (tab.widget,)
+        return tab
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._classes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._classes)
+
+    def __len__(self) -> int:
+        return len(self._classes)
+
+    def classes(self) -> list[type[Tab]]:
+        """The tab classes, in tab order (their titles, keys and fields need no build)."""
+        return list(self._classes.values())
+
+    def built(self) -> list[Tab]:
+        """The tabs built so far, in tab order."""
+        return [self._built[key] for key in self._classes if key in self._built]
+
+    def is_built(self, key: str) -> bool:
+        """Whether the tab ``key`` has been built."""
+        return key in self._built
+
+
+def _reacts_to_registry(cls: type[Tab]) -> bool:
+    """Whether ``cls`` does something once the registry is ready (it is then built at start)."""
+    return not cls.needs_tensorflow and cls.on_registry_ready is not Tab.on_registry_ready
+
+
 class App:
     """The Precision Explorer app: ``explorer.App()`` as the last line of a cell shows it.
 
@@ -44,7 +116,9 @@ class App:
     a tab then says TensorFlow is not loaded).
     The selection lives in ``app.state`` (an :class:`~explorer.app.state.AppState`);
     widgets are in ``app.controls``; tabs in ``app.tabs`` by key
-    (kernels, ranges, accuracy, bits, training, environment, explain).
+    (kernels, ranges, accuracy, bits, training, environment, explain).  A tab's widgets are
+    built when it is first shown or accessed (``app.tabs[key]``, ``app.tab(key)``): see
+    :class:`TabSet`.
     """
 
     def __init__(
@@ -61,13 +135,11 @@ class App:
         self.state = AppState(**selection)
         self.ctx = AppContext(self.state, tf_loader)
         self.controls = Controls(self.state)
-        self.tabs: dict[str, Tab] = {}
-        for cls in _tab_classes():
-            self.tabs[cls.key] = cls(self.ctx)
+        self.tabs = TabSet(self, _tab_classes())
         if tab not in self.tabs:
             raise ValueError(f"unknown tab {tab!r}; valid tabs: {', '.join(self.tabs)}")
         self.tab_widget = widgets.Tab(
-            children=[t.widget for t in self.tabs.values()], titles=[t.title for t in self.tabs.values()]
+            children=list(self.tabs.slots.values()), titles=[cls.title for cls in self.tabs.classes()]
         )
         self.tab_widget.add_class("px-tabs")
         self.banner = widgets.HTML(value="").add_class("px-banner")
@@ -82,9 +154,9 @@ class App:
         self.widget = widgets.VBox([stylesheet(), title, self.banner, self.controls.widget, self.tab_widget])
         self.widget.add_class("px-app")
 
-        for t in self.tabs.values():
-            if not t.needs_tensorflow:
-                t.on_registry_ready(self)
+        for cls in self.tabs.classes():
+            if _reacts_to_registry(cls):
+                self.tabs[cls.key]  # built now: it sets up what the registry gives (raw op names)
         self.state.observe(self._on_state_change)
         self.tab_widget.observe(self._on_tab_selected, names="selected_index")
         self.tab_widget.selected_index = list(self.tabs).index(tab)
@@ -108,7 +180,7 @@ class App:
     def selected_tab(self) -> Tab:
         """The tab on screen."""
         index = self.tab_widget.selected_index or 0
-        return list(self.tabs.values())[index]
+        return self.tabs[list(self.tabs)[index]]
 
     def select(self, key: str) -> Tab:
         """Show the tab ``key`` (rendering it if its selection changed); returns it."""
@@ -147,7 +219,7 @@ class App:
 
     def _on_state_change(self, changes: dict[str, Any]) -> None:
         selected = self.selected_tab
-        for tab in self.tabs.values():
+        for tab in self.tabs.built():  # a tab not built yet renders when first shown
             if set(changes) & set(tab.fields):
                 tab.dirty = True
         if selected.dirty:
@@ -176,17 +248,18 @@ class App:
 
         keys = SWEEP_TABS if topic == SWEEP_TOPIC else (topic,)
         for key in keys:
-            if key in self.tabs:
+            if key in self.tabs and self.tabs.is_built(key):
                 self.tabs[key].dirty = True
         if hasattr(self, "startup_seconds") and self.selected_tab.dirty:
             self._show(self.selected_tab)
 
     def _on_tensorflow_loaded(self, loader: BackgroundLoader) -> None:
         self._update_banner()
-        for tab in self.tabs.values():
+        built = self.tabs.built()  # a tab built later calls on_tensorflow_loaded when built
+        for tab in built:
             if tab.needs_tensorflow:
                 tab.dirty = True
-        for tab in self.tabs.values():
+        for tab in built:
             try:
                 tab.on_tensorflow_loaded(self)
             except Exception as exc:
@@ -198,7 +271,7 @@ class App:
         """Say what is loaded in this kernel: whether TensorFlow is imported here (read from
         ``sys.modules``), and where its results come from instead."""
         loader = self.ctx.tf_loader
-        waiting = [t.title for t in self.tabs.values() if t.needs_tensorflow]
+        waiting = [cls.title for cls in self.tabs.classes() if cls.needs_tensorflow]
         imported = "tensorflow" in sys.modules
         if loader.status == "failed":
             kind, text = "error", loader.describe()

@@ -45,13 +45,29 @@ def figure_bytes(fig: Any, fmt: str = "png", dpi: int = APP_DPI, tight: bool = F
 
 
 def figure_bundle(fig: Any, alt: str = "figure", dpi: int = APP_DPI) -> dict[str, Any]:
-    """A display_data output holding the figure as PNG."""
+    """A display_data output holding the figure as PNG, twice: ``image/png`` (for code and
+    exports) and an ``<img>`` with ``alt`` as its alternative text in ``text/html``, which a
+    front end prefers (its own ``image/png`` renderer writes no alt text)."""
     png = base64.b64encode(figure_bytes(fig, "png", dpi)).decode("ascii")
     return {
         "output_type": "display_data",
-        "data": {"image/png": png, "text/plain": f"<{alt}>"},
+        "data": {"image/png": png, "text/html": image_html(png, alt), "text/plain": f"<{alt}>"},
         "metadata": {},
     }
+
+
+def image_html(png: str, alt: str) -> str:
+    """An ``<img>`` of base64 PNG data with ``alt`` (escaped) as its alternative text.
+
+    >>> image_html("AAAA", "a <b> plot").split(" src=")[0]
+    "<img class='px-figure' alt='a &lt;b&gt; plot'"
+    """
+    if not png.isascii() or any(c in png for c in "'\"<> "):
+        raise ValueError("expected base64 PNG data")
+    return (
+        f"<img class='px-figure' alt='{html.escape(alt or 'figure', quote=True)}' "
+        f"src='data:image/png;base64,{png}' style='max-width:100%;height:auto'/>"
+    )
 
 
 def html_bundle(markup: str, text: str = "") -> dict[str, Any]:

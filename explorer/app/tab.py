@@ -202,8 +202,7 @@ class Tab:
             cells.append(
                 f"<div class='px-panel' data-dtype='{name}'>"
                 f"<div class='px-panel-heading'>{panel.heading or f'<b>{name}</b>'}</div>"
-                f"<img alt='{html.escape(alt or self.title, quote=True)} ({name})' "
-                f"src='data:image/png;base64,{png}' style='max-width:100%;height:auto'/>"
+                f"{render.image_html(png, f'{alt or self.title} ({panel.dtype})')}"
                 f"<div class='px-panel-details'>{panel.details}</div></div>"
             )
         self._figures = figures
