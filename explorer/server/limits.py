@@ -1,8 +1,11 @@
 """How many kernels the workshop server runs at once, by default.
 
-A visitor's kernel with TensorFlow imported held ~706 MB (issue 15: 20 visitors took
-14 GB), so the default cap is what three quarters of the machine's memory holds at
-:data:`KERNEL_MEMORY_BYTES` each, between 1 and :data:`DEFAULT_MAX_KERNELS`.
+A visitor who only looks imports no TensorFlow in their kernel: 150-230 MiB resident
+(``python benchmarks/bench_visitor_memory.py``), against ~706 MB when every kernel imported
+TensorFlow.  TensorFlow runs in worker processes: training workers are bounded for the whole
+machine (``--training-slots``); probe and sweep workers stop when idle.  The default cap is
+what three quarters of the machine's memory holds at :data:`KERNEL_MEMORY_BYTES` each,
+between 1 and :data:`DEFAULT_MAX_KERNELS`.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from pathlib import Path
 
 #: The cap when the memory is unknown, and the most the default ever allows.
 DEFAULT_MAX_KERNELS = 40
-#: Memory assumed per visitor's kernel (TensorFlow imported), with some headroom.
-KERNEL_MEMORY_BYTES = 768 * 2**20
+#: Memory assumed per visitor's kernel (no TensorFlow in it), with headroom for its workers.
+KERNEL_MEMORY_BYTES = 384 * 2**20
 #: Share of the machine's memory the kernels may take by default.
 MEMORY_SHARE = 0.75
 
@@ -32,7 +35,7 @@ def default_max_kernels(total_bytes: int | None = None) -> int:
     """The default ``--max-kernels``: kernels that fit in 3/4 of the memory, 1 to 40.
 
     >>> default_max_kernels(8 * 2**30), default_max_kernels(2**40), default_max_kernels(2**28)
-    (8, 40, 1)
+    (16, 40, 1)
     """
     if total_bytes is None:
         total_bytes = total_memory_bytes()
