@@ -537,6 +537,104 @@ def test_kernels_heatmap_cells_match_a_separate_reading_of_the_registry(app: Any
     assert tab.export("png").startswith(b"\x89PNG") and b"<svg" in tab.export("svg")[:2000]
 
 
+def test_kernels_heatmap_follows_each_op_and_dtypes_change(app: Any, monkeypatch: Any) -> None:
+    """Op and dtypes changed several times: after each change every heatmap label sits on the cells
+    it names, and each cell's colour, glyph and hover text are those of ``availability()``'s rows
+    for that selection, computed here apart from the app; each axis gets its tick labels before
+    its tick values (bqplot's axis view draws tick values sent first with the old labels)."""
+    from explorer.analysis.availability import availability
+    from explorer.analysis.registry import get_registry
+    from explorer.ops import catalog
+    from explorer.outcome import STATUSES
+
+    glyphs = {"ok": "+", "no_kernel": "N", "unsupported_dtype": "U"}
+    colours = {"ok": "#44bbee", "no_kernel": "#cc0000", "unsupported_dtype": "#552211"}
+    worst_first = ("unsupported_dtype", "no_kernel", "ok")
+    tab = app.select("kernels")
+    heatmap = tab.heatmap
+    sent: list[tuple[str, list[str]]] = []
+    for name in ("row_axis", "top_axis", "bottom_axis"):
+        axis = getattr(heatmap, name)
+
+        def record(key: Any = None, axis: Any = axis, name: str = name) -> None:
+            sent.append((name, [key] if isinstance(key, str) else list(key or [])))
+            type(axis).send_state(axis, key)
+
+        monkeypatch.setattr(axis, "send_state", record)
+    selections = [
+        ("range", ("float16",)),
+        ("inv", ("float16", "bfloat16", "float32")),
+        ("exp", ("bfloat16",)),
+        ("range", ("float16", "bfloat16")),
+        ("inv", ("float32", "float16")),
+    ]
+    for op, dtypes in selections:
+        sent.clear()
+        app.state.set(op=op, dtypes=dtypes, backends=("tensorflow",), mode="registry")
+        group = [n for n, o in catalog().items() if o.group == catalog()[op].group]
+        rows = availability(
+            group,
+            list(dtypes),
+            "tensorflow",
+            ["CPU", "GPU"],
+            "registry",
+            progress=False,
+            registry=get_registry(),
+        ).rows
+        truth: dict[tuple[str, str, str], set[str]] = {}
+        for r in rows.to_dict("records"):
+            truth.setdefault((r["op"], r["dtype"], r["device"]), set()).add(r["status"])
+        # what the widgets hold: labels at tick values, cell boundaries, colour codes, glyphs
+        row_ticks = {v: heatmap.row_axis.tick_labels[_js_number(v)] for v in heatmap.row_axis.tick_values}
+        top_ticks = {v: heatmap.top_axis.tick_labels[_js_number(v)] for v in heatmap.top_axis.tick_values}
+        bottom_ticks = {
+            v: heatmap.bottom_axis.tick_labels[_js_number(v)] for v in heatmap.bottom_axis.tick_values
+        }
+        assert sorted(top_ticks) == sorted(bottom_ticks)
+        shown_ops = [label.removeprefix("▶ ") for label in row_ticks.values()]
+        assert sorted(shown_ops) == sorted({k[0] for k in truth}), (op, dtypes, shown_ops)
+        assert [label for label in row_ticks.values() if label.startswith("▶ ")] == [f"▶ {op}"]
+        columns = {(t.split(" declared · ")[1], t.split(" declared · ")[0]) for t in top_ticks.values()}
+        assert columns == {(d, dev) for _, d, dev in truth}, (op, dtypes, top_ticks)
+        drawn = {
+            (float(x), float(y)): text
+            for x, y, text in zip(heatmap.glyphs.x, heatmap.glyphs.y, heatmap.glyphs.text, strict=True)
+        }
+        assert len(drawn) == len(truth)  # one glyph a cell, none left over from another selection
+        codes = np.asarray(heatmap.cells.color)
+        row_edges, column_edges = np.asarray(heatmap.cells.row), np.asarray(heatmap.cells.column)
+        for y, row_label in row_ticks.items():
+            i = int(np.searchsorted(row_edges, y)) - 1  # the cell row under the label
+            for x, column_label in top_ticks.items():
+                j = int(np.searchsorted(column_edges, x)) - 1
+                device, dtype = column_label.split(" declared · ")
+                assert bottom_ticks[x] == dtype
+                cell_op = row_label.removeprefix("▶ ")
+                found = truth[cell_op, dtype, device]
+                assert found <= set(worst_first), found
+                want = next(s for s in worst_first if s in found)
+                where = (op, dtypes, cell_op, dtype, device)
+                assert STATUSES[int(codes[i, j])] == want, where
+                assert heatmap.colour.colors[int(codes[i, j])] == colours[want], where
+                assert drawn[float(x), float(y)] == f"({glyphs[want]})", where
+                heatmap.cells._handle_custom_msgs(
+                    None, {"event": "hover", "data": {"rowNum": i, "columnNum": j}}
+                )
+                assert f"{cell_op} · {dtype} · tensorflow {device} declared: {want} (" in heatmap.tip.value, (
+                    where
+                )
+        for name in ("row_axis", "top_axis", "bottom_axis"):
+            keys = [k for axis, message in sent if axis == name for k in message]
+            if "tick_values" in keys:
+                assert "tick_labels" in keys[: keys.index("tick_values")], (name, sent)
+
+
+def _js_number(value: float) -> str:
+    """``String(value)`` in JavaScript, the key bqplot looks a tick label up by (shortest
+    round-trip digits, no trailing ``.0``)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
 def test_kernels_heatmap_click_shows_the_real_error_and_workaround_escaped(app: Any) -> None:
     """A snapshot row with an error and a workaround: the hover text and the click show them,
     escaped; the hover table's title attribute holds the error with no raw newline."""

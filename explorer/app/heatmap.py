@@ -5,7 +5,7 @@ back with the cell.
 
 bqplot's JavaScript is a prebuilt lab extension served by Jupyter Server and Voila (nothing is
 fetched from outside).  The widgets are built once; :meth:`KernelHeatmap.show` only changes
-their data, each widget's changes sent as one message (``hold_sync``).
+their data (it says in which order, and why).
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ class KernelHeatmap:
         bqplot = _import_bqplot()
         self.on_click = on_click
         self.grid: KernelGrid | None = None
+        # fixed domains: rows and columns are placed within them (see show)
         self.x = bqplot.LinearScale(min=0.0, max=1.0)
         self.y = bqplot.LinearScale(min=0.0, max=1.0, reverse=True)
         self.colour = bqplot.ColorScale(
@@ -172,28 +173,31 @@ class KernelHeatmap:
     # ------------------------------------------------------------------ drawing
 
     def show(self, grid: KernelGrid, highlight: str | None = None, note: str = "") -> None:
-        """Draw ``grid`` (the ``highlight`` op's label marked with ▶); ``note`` (HTML) goes below."""
+        """Draw ``grid`` (the ``highlight`` op's label marked with ▶); ``note`` (HTML) goes below.
+
+        The scales keep their domain (0 to 1): a row or column sits at ``(k + 0.5) / count``, so a
+        redraw sends no scale change (a scale change redraws every mark and axis once more).  Each
+        mark's data goes in one message (``hold_sync``).  An axis gets its ``tick_labels`` in one
+        message and then its ``tick_values`` in another, in that order: bqplot's axis view redraws
+        on ``tick_values`` through a d3 transition (asynchronous, even of duration 0) that keeps
+        the tick formatter of the moment it was made, so ticks sent before their labels are drawn,
+        a frame later, with the previous labels (or bare numbers) over the new ones.
+        """
         self.grid = grid
         n_rows, n_cols = grid.shape
         width = LEFT_PX + RIGHT_PX + COLUMN_PX * max(n_cols, 1)
         body_height = 26 + ROW_PX * max(n_rows, 1)
-        rows = [i + 0.5 for i in range(n_rows)]
-        columns = [j + 0.5 for j in range(n_cols)]
-        labels = {
-            _tick_key(v): (f"▶ {op}" if op == highlight else op) for v, op in zip(rows, grid.ops, strict=True)
-        }
-        with self.x.hold_sync():
-            self.x.max = float(max(n_cols, 1))
-        with self.y.hold_sync():
-            self.y.max = float(max(n_rows, 1))
+        rows = _centres(n_rows)
+        columns = _centres(n_cols)
         # bqplot squeezes a colour matrix with one row or column to 1-D (drawn wrongly): such a
         # grid gets a row or column of empty cells beyond the scale's end, clipped away
         padded = np.full((max(n_rows, 2), max(n_cols, 2)), float(len(STATUSES)))
         if n_rows and n_cols:
             padded[:n_rows, :n_cols] = np.asarray(grid.codes(), dtype=float)
+        # validated together (row and column must fit color), sent as one message
         with self.cells.hold_sync(), self.cells.hold_trait_notifications():
-            self.cells.row = np.arange(padded.shape[0] + 1.0)
-            self.cells.column = np.arange(padded.shape[1] + 1.0)
+            self.cells.row = np.arange(padded.shape[0] + 1.0) / max(n_rows, 1)
+            self.cells.column = np.arange(padded.shape[1] + 1.0) / max(n_cols, 1)
             self.cells.color = padded
         glyphs = grid.glyphs()
         colours = grid.glyph_colors()
@@ -209,21 +213,31 @@ class KernelHeatmap:
             self.glyphs.x, self.glyphs.y = xs, ys
             self.glyphs.text = texts
             self.glyphs.colors = text_colours or [INK]
-        with self.row_axis.hold_sync():
-            self.row_axis.tick_values = rows
-            self.row_axis.tick_labels = labels
+        _set_ticks(self.row_axis, rows, [f"▶ {op}" if op == highlight else op for op in grid.ops])
         # the header names each column's panel and dtype (rotated, so long names stay apart);
         # the bottom axis repeats the dtype under the last row
-        pairs = list(zip(columns, grid.columns, strict=True))
-        with self.top_axis.hold_sync():
-            self.top_axis.tick_values = columns
-            self.top_axis.tick_labels = {_tick_key(v): f"{c.panel_label} · {c.dtype}" for v, c in pairs}
-        with self.bottom_axis.hold_sync():
-            self.bottom_axis.tick_values = columns
-            self.bottom_axis.tick_labels = {_tick_key(v): c.label for v, c in pairs}
+        _set_ticks(self.top_axis, columns, [f"{c.panel_label} · {c.dtype}" for c in grid.columns])
+        _set_ticks(self.bottom_axis, columns, [c.label for c in grid.columns])
+        # layout traits only send a message when their value changes
         self.header.layout.width, self.header.layout.height = f"{width}px", f"{HEADER_PX}px"
         self.body.layout.width, self.body.layout.height = f"{width}px", f"{body_height}px"
         self.scroller.layout.max_height = f"{MAX_BODY_PX}px"
         self.scroller.layout.width = f"{width + 24}px"
         self.scroller.layout.max_width = "100%"
         self.note.value = note
+
+
+def _centres(count: int) -> list[float]:
+    """Where the ``count`` rows (or columns) sit on a scale from 0 to 1: their centres.
+
+    >>> _centres(4)
+    [0.125, 0.375, 0.625, 0.875]
+    """
+    return [(k + 0.5) / count for k in range(count)]
+
+
+def _set_ticks(axis: Any, values: list[float], labels: list[str]) -> None:
+    """Put ``labels`` at ``values`` on ``axis``: the labels first, then the values (two messages,
+    in this order; see :meth:`KernelHeatmap.show`)."""
+    axis.tick_labels = {_tick_key(v): label for v, label in zip(values, labels, strict=True)}
+    axis.tick_values = np.asarray(values, dtype=float)
