@@ -208,8 +208,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="most visitors (kernels, ~0.2 GB each without TensorFlow) at once; the next one gets a 'full' page "
-        f"(default: what 3/4 of the memory holds, at most 40; here {default_max_kernels()})",
+        help="most visitors (kernels, ~0.2 GB each without TensorFlow) at once; the next one gets a "
+        f"'full' page (default: what 3/4 of the memory holds, at most 40; here {default_max_kernels()})",
     )
     parser.add_argument(
         "--training-slots",
