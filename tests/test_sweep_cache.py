@@ -208,3 +208,49 @@ def test_the_store_keeps_at_most_max_entries(tmp_path: Path, monkeypatch: pytest
     assert store.load("k0", "emulated", 1, True) is None
     kept = store.load("k4", "emulated", 1, True)
     assert kept is not None and kept.result is not None and kept.result.tolist() == [4.0]
+
+
+HOLD_A_SLOT = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_workers_of_the_whole_machine_share_the_slots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With one slot held by another process (another visitor's kernel), a sweep that needs a worker
+    waits, then reports a timeout that is not cached; once that process is killed (its lock goes
+    with it), the next sweep gets the slot and runs."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PX_WORKER_SLOTS", "1")
+    slot_file = tmp_path / "cache" / "worker-slots" / "slot-0.lock"
+    slot_file.parent.mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_A_SLOT, str(slot_file)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        sweep_cache.sweep_sandbox().close()  # no sandbox of this process holds a slot already
+        store_dir = tmp_path / "store"
+        runner = WorkerRunner(
+            SweepStore(store_dir), env_key="slots", worker_backends=("emulated",), timeout=1.0
+        )
+        busy = sweep("exp", "float16", ("emulated",), runner=runner).runs["emulated"]
+        assert busy.status == "timeout" and "worker slots of this machine" in busy.error, busy
+        assert sweep_cache.sweep_sandbox().workers() == {}, "no worker may start without a slot"
+        assert not (store_dir / sweep_cache.DB_NAME).exists() or stored_rows(store_dir) == []
+    finally:
+        holder.kill()
+        holder.wait(10)
+        assert holder.stdout is not None
+        holder.stdout.close()
+    runner = WorkerRunner(SweepStore(tmp_path / "store"), env_key="slots", worker_backends=("emulated",))
+    ran = sweep("exp", "float16", ("emulated",), runner=runner).runs["emulated"]
+    assert runner.worker_runs == 1
+    assert np.array_equal(ran.result, oracle_exp_float16(), equal_nan=True)
+    sweep_cache.sweep_sandbox().close()
