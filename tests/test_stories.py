@@ -31,6 +31,7 @@ import gzip
 import json
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -56,6 +57,8 @@ VIEWPORT = {"width": 1400, "height": 1000}
 #: generous bounds for a Voila page and for a view to update under load (not measurements)
 LOAD_MS = 120_000
 UPDATE_S = 120.0
+#: a hover whose tooltip has not come in this long is made again (off the heatmap and back)
+REHOVER_S = 10.0
 
 
 # ---------------------------------------------------------------------------------------- oracles
@@ -270,24 +273,103 @@ def heatmap_key(page: Any) -> dict[str, str]:
     return dict(page.evaluate(_KEY))
 
 
+#: the boxes (rounded to 0.1 px) of the heatmap body's cells, or null when there are none
+_CELL_BOXES = """() => {
+    const rects = [...document.querySelectorAll('.px-kernels-plot .px-heatmap-body rect.heatmapcell')];
+    if (!rects.length) return null;
+    return rects.map(r => {
+        const b = r.getBoundingClientRect();
+        return [b.left, b.top, b.width, b.height].map(v => Math.round(v * 10) / 10);
+    });
+}"""
+
+#: the heatmap tooltip's text while it is shown (its box drawn, not transparent), else ''
+_SHOWN_TIP = """() => {
+    const text = document.querySelector('.px-heatmap-tip-text');
+    if (!text) return '';
+    const box = text.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) return '';
+    for (let el = text; el; el = el.parentElement) {
+        const style = getComputedStyle(el);
+        if (style.display === 'none' || style.visibility === 'hidden' || Number(style.opacity) === 0) {
+            return '';
+        }
+    }
+    return text.innerText || '';
+}"""
+
+
+#: what lies at a cell's hover point (3, 3), for a failure message
+_UNDER_POINTER = """(index) => {
+    const rect = document.querySelectorAll('.px-kernels-plot .px-heatmap rect.heatmapcell')[index];
+    const b = rect.getBoundingClientRect();
+    const top = document.elementFromPoint(b.left + 3, b.top + 3);
+    const name = top ? top.tagName + '.' + (top.getAttribute('class') || '') : 'nothing';
+    const box = [b.left, b.top, b.width, b.height].map(Math.round);
+    return `rect ${index} at ${box}; at its hover point: ${name}`
+        + (top === rect ? ' (the rect itself)' : '');
+}"""
+
+
+def heatmap_in_view(page: Any) -> None:
+    """Scroll the heatmap body into view, as a user does before hovering it, and wait until its
+    cells stop moving: bqplot lays a figure out again after a size change only while it is on
+    screen (300 ms after it appears), so cells drawn off screen keep their old size until then.
+    Stable means the same cell boxes in three readings 0.4 s apart."""
+    page.locator(".px-kernels-plot .px-heatmap-body").first.scroll_into_view_if_needed(timeout=LOAD_MS)
+    readings: list[Any] = []
+
+    def settled() -> bool:
+        readings.append(page.evaluate(_CELL_BOXES))
+        page.wait_for_timeout(100)  # with poll's 0.3 s: readings 0.4 s apart
+        last = readings[-3:]
+        return len(last) == 3 and last[0] is not None and last[0] == last[1] == last[2]
+
+    bs.poll(page, settled, UPDATE_S, "the heatmap's cells at rest after scrolling it into view")
+
+
 def hover_row(page: Any, op: str) -> dict[str, tuple[int, str, str]]:
-    """Hover every heatmap cell in ``op``'s row, as a user would: ``{tooltip head: (rect index,
-    glyph drawn in the cell, whole tooltip)}`` where the head is the tooltip's text before the
-    status (``"range · float16 · tensorflow CPU declared"``)."""
+    """Hover every heatmap cell in ``op``'s row, as a user would (the heatmap scrolled into view
+    first): ``{tooltip head: (rect index, glyph drawn in the cell, whole tooltip)}`` where the head
+    is the tooltip's text before the status (``"range · float16 · tensorflow CPU declared"``).
+
+    A cell's tooltip is the one shown after the pointer moved onto it whose text differs from the
+    previous cell's (every cell of a row has its own text; the tooltip shows the previous cell's
+    text until the kernel answers the hover).  Each cell is hovered from outside the heatmap once
+    the tooltip is hidden (moving straight from one cell to the next sometimes left bqplot's
+    tooltip hidden over the new cell), and again after ``REHOVER_S`` without its tooltip."""
+    heatmap_in_view(page)
     cells = bs.poll(page, lambda: page.evaluate(_ROW_CELLS, op), UPDATE_S, f"heatmap row {op}")
     rects = page.locator(".px-kernels-plot .px-heatmap rect.heatmapcell")
     seen: dict[str, tuple[int, str, str]] = {}
+    previous = ""
     for cell in cells:
-        before = page.evaluate("() => (document.querySelector('.px-heatmap-tip-text') || {}).innerText || ''")
-        rects.nth(cell["index"]).hover(position={"x": 3, "y": 3}, force=True)
+        shown: list[str] = []
+        hovered: list[float] = []
 
-        def tip(before: str = before) -> str | None:
-            text = page.evaluate(
-                "() => (document.querySelector('.px-heatmap-tip-text') || {}).innerText || ''"
-            )
-            return text if text and text != before and text.startswith(f"{op} ") else None
+        def tip(
+            previous: str = previous,
+            cell: Any = cell,
+            shown: list[str] = shown,
+            hovered: list[float] = hovered,
+        ) -> str | None:
+            if not hovered or time.monotonic() - hovered[0] > REHOVER_S:
+                # from outside the heatmap, once its tooltip is gone, onto the cell (again)
+                page.mouse.move(1, 1)
+                bs.poll(page, lambda: page.evaluate(_SHOWN_TIP) == "", UPDATE_S, "the tooltip hidden")
+                rects.nth(cell["index"]).hover(position={"x": 3, "y": 3}, force=True)
+                hovered[:] = [time.monotonic()]
+            text = page.evaluate(_SHOWN_TIP)
+            shown[:] = [text]
+            return text if text and text != previous and text.startswith(f"{op} ") else None
 
-        text = bs.poll(page, tip, UPDATE_S, f"the tooltip of a {op} cell")
+        what = f"a new tooltip on {op}'s cell (rect {cell['index']}) after {previous!r}"
+        try:
+            text = bs.poll(page, tip, UPDATE_S, what)
+        except AssertionError as exc:
+            under = page.evaluate(_UNDER_POINTER, cell["index"])
+            raise AssertionError(f"{exc}\nthe tooltip shows {shown!r}; {under}") from None
+        previous = text
         head = text.split(":", 1)[0].strip()
         if head in seen:  # two cells with one tooltip: kept apart so that a failure shows it
             head = f"{head} (again, from rect {cell['index']})"
