@@ -198,6 +198,19 @@ def _is_broken_file(exc: sqlite3.Error) -> bool:
     return not isinstance(exc, sqlite3.ProgrammingError | sqlite3.InterfaceError)
 
 
+def move_database_aside(path: Path) -> Path:
+    """Rename the SQLite file ``path`` (and its -wal/-shm companions) to ``<name>.corrupt-<ns>``, so
+    a new database can start; returns the new name.  Raises OSError when the renaming fails."""
+    aside = path.with_name(f"{path.name}.corrupt-{time.time_ns()}")
+    if path.exists() or path.is_symlink():
+        os.replace(path, aside)
+    for suffix in ("-wal", "-shm"):
+        companion = Path(f"{path}{suffix}")
+        if companion.exists() and not companion.is_dir():
+            os.replace(companion, f"{aside}{suffix}")
+    return aside
+
+
 class ProbeStore:
     """Probe records of every environment in ``directory/probes.sqlite3`` (None: no cache).
 
@@ -269,20 +282,15 @@ class ProbeStore:
     def _move_aside(self, problem: str) -> None:
         assert self.path is not None
         self.close()
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.time_ns()}")
+        self._moved_aside = True
+        try:
+            aside = move_database_aside(self.path)
+        except OSError as exc:
+            self._give_up(f"cannot be moved aside ({exc})")
+            return
         log.warning(
             "probe cache %s %s; moved it aside to %s and started a new one", self.path, problem, aside
         )
-        self._moved_aside = True
-        try:
-            if self.path.exists() or self.path.is_symlink():
-                os.replace(self.path, aside)
-            for suffix in ("-wal", "-shm"):
-                companion = Path(f"{self.path}{suffix}")
-                if companion.exists() and not companion.is_dir():
-                    os.replace(companion, f"{aside}{suffix}")
-        except OSError as exc:
-            self._give_up(f"cannot be moved aside ({exc})")
 
     def _give_up(self, problem: str) -> None:
         self.close()

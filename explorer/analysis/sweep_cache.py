@@ -37,7 +37,6 @@ import hashlib
 import hmac
 import json
 import logging
-import os
 import sqlite3
 import tempfile
 import threading
@@ -246,19 +245,14 @@ class SweepStore:
         assert self.path is not None
         self.close()
         self._moved_aside = True
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.time_ns()}")
+        try:
+            aside = probe_cache.move_database_aside(self.path)
+        except OSError as exc:
+            self._give_up(f"cannot be moved aside ({exc})")
+            return
         log.warning(
             "sweep cache %s %s; moved it aside to %s and started a new one", self.path, problem, aside
         )
-        try:
-            if self.path.exists() or self.path.is_symlink():
-                os.replace(self.path, aside)
-            for suffix in ("-wal", "-shm"):
-                companion = Path(f"{self.path}{suffix}")
-                if companion.exists() and not companion.is_dir():
-                    os.replace(companion, f"{aside}{suffix}")
-        except OSError as exc:
-            self._give_up(f"cannot be moved aside ({exc})")
 
     def _give_up(self, problem: str) -> None:
         self.close()
