@@ -120,6 +120,17 @@ class Group:
     setup: Callable[[], Any] | None = None
 
 
+def file_tail(output: Any, limit: int = OUTPUT_TAIL) -> str:
+    """The last ``limit`` bytes of the open file ``output`` (a worker's captured stdout and stderr),
+    decoded; "" when it cannot be read."""
+    try:
+        fd = output.fileno()
+        size = os.fstat(fd).st_size
+        return os.pread(fd, limit, max(0, size - limit)).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+
+
 def describe_exit(exitcode: int | None) -> str:
     """``-11`` -> ``"killed by signal SIGSEGV"``."""
     if exitcode is None:
@@ -347,12 +358,7 @@ class _Worker:
 
     def output_tail(self) -> str:
         """The last characters the worker wrote to fd 1 or 2 since its previous reply."""
-        try:
-            fd = self.output.fileno()
-            size = os.fstat(fd).st_size
-            return os.pread(fd, OUTPUT_TAIL, max(0, size - OUTPUT_TAIL)).decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
+        return file_tail(self.output)
 
     def alive(self) -> bool:
         return self.process.poll() is None

@@ -37,7 +37,7 @@ from multiprocessing.connection import Connection, Pipe
 from typing import IO, Any
 
 from explorer.analysis.training.config import FP8_POLICY
-from explorer.sandbox import _LAUNCHER, _die_with_parent, describe_exit
+from explorer.sandbox import _LAUNCHER, _die_with_parent, describe_exit, file_tail
 
 #: how many characters of a dead worker's output its error quotes
 OUTPUT_TAIL = 2000
@@ -225,12 +225,7 @@ class TrainingWorker:
 
     def tail(self) -> str:
         """The last characters the worker wrote to its stdout and stderr."""
-        try:
-            fd = self.output.fileno()
-            size = os.fstat(fd).st_size
-            return os.pread(fd, OUTPUT_TAIL, max(0, size - OUTPUT_TAIL)).decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
+        return file_tail(self.output, OUTPUT_TAIL)
 
     def alive(self) -> bool:
         """Whether the process still runs."""
