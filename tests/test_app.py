@@ -968,11 +968,18 @@ def test_probe_now_runs_in_the_background_and_explains_failures(tf_app: Any) -> 
     assert job.status == "done", job.error
     assert tf_app.state.mode == "eager"  # the view switches to what was probed
     markup = html_of(tab.details)
-    assert png_of(tab)
     from explorer.backends import get_backend
 
     outcome = get_backend("tensorflow").run("cholesky", "float16")  # independent: a real run here
     assert outcome.status.value in markup
+    grid = tab.heatmap.grid  # the heatmap shows the probed cell with that status
+    i = grid.ops.index("cholesky")
+    (j,) = [
+        k
+        for k, c in enumerate(grid.columns)
+        if (c.backend, c.device, c.mode, c.dtype) == ("tensorflow", "CPU", "eager", "float16")
+    ]
+    assert grid.status(i, j) == outcome.status.value
     if not outcome.ran:
         assert "<b>Workaround</b>" in markup
     tf_app.state.set(mode="registry", backends=["tensorflow", "numpy", "emulated"])

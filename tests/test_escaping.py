@@ -51,7 +51,8 @@ def test_styled_table_escapes_cells_labels_tooltips_and_caption() -> None:
 
 def test_styled_table_tooltips_keep_their_lines() -> None:
     """A tooltip with line breaks is a title attribute (a CSS content string with a raw newline
-    would show nothing), and it holds the explanation, the error's first line and the workaround."""
+    would show nothing), and it holds the status, the explanation, the error's first line and the
+    workaround."""
     from explorer.plots.availability import styled_table
 
     rows = [
@@ -65,6 +66,7 @@ def test_styled_table_tooltips_keep_their_lines() -> None:
     markup = styled_table(_frame(rows), "tensorflow", "CPU", "registry").to_html()
     title = html.unescape(markup.split('title="', 1)[1].split('"', 1)[0])
     assert title.splitlines() == [
+        rows[0]["status"],
         "No float16 kernel.",
         "error: NotFoundError: line one",
         "workaround: create in float32, then cast",
