@@ -314,9 +314,11 @@ def stop_server(server: AppServer) -> dict[str, Any]:
     return {"exit_status": server.proc.returncode, "processes_left": left, "tmpdir_left": tmp_left}
 
 
-def kill_own_children() -> list[int]:
-    """SIGTERM, then SIGKILL, to every live process this script started (Chromium, Playwright)."""
-    mine = descendants(os.getpid())
+def kill_own_children(already: dict[int, int]) -> list[int]:
+    """SIGTERM, then SIGKILL, to every live process this run started (Chromium, Playwright): the
+    descendants of this process not in ``already`` (those alive when the run began, e.g. the
+    caller's own workers or multiprocessing's resource tracker, are left alone)."""
+    mine = {pid: start for pid, start in descendants(os.getpid()).items() if already.get(pid) != start}
     for pid in mine:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
@@ -1356,6 +1358,7 @@ def run_load_test(cfg: Config, on_interacted: Hook | None = None) -> dict[str, A
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     workdir = Path(tempfile.mkdtemp(prefix="px-load-test-"))
+    children_before = descendants(os.getpid())
     server: AppServer | None = None
     sampler: Sampler | None = None
     try:
@@ -1382,7 +1385,7 @@ def run_load_test(cfg: Config, on_interacted: Hook | None = None) -> dict[str, A
             )
             result["server"]["known_pids"] = dict(server.known)
             result["stopped"] = stop_server(server)
-        result["own_children_killed"] = kill_own_children()
+        result["own_children_killed"] = kill_own_children(children_before)
         shutil.rmtree(workdir, ignore_errors=True)
         result.pop("_t0", None)
         result["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

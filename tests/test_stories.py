@@ -597,6 +597,7 @@ def test_story_training_with_cancel(app: Any) -> None:
     page = app
     policies = ["float32", "mixed_float16"]
     open_tab(page, "Training")
+    page.wait_for_selector(".px-policies", timeout=120_000)  # tabs are built when first shown
     bs.choose(page, ".px-policies", policies)
     page.fill(".px-epochs input", "50")
     page.press(".px-epochs input", "Enter")

@@ -107,7 +107,7 @@ def overall_line(statuses: Sequence[RunStatus]) -> str:
     """One line over all runs, derived from their statuses alone.
 
     >>> overall_line([RunStatus("a", "done", 10, 10), RunStatus("b", "training", 5, 10)])
-    '1 done, 1 training: 75% of the steps'
+    '1 training, 1 done: 75% of the steps'
     """
     if not statuses:
         return "no runs"
