@@ -1,7 +1,7 @@
 """The app's first paint and interaction latency, measured in Chromium against a fresh Voila server.
 
     python benchmarks/bench_app_browser.py [--loads 5] [--repeats 20] [--json]
-        [--preheat] [--first-paint-only]
+        [--preheat [N]] [--first-paint-only]
     python benchmarks/run.py app_browser
 
 - first paint: ``--loads`` page loads, each in a new browser context (cold cache, its own
@@ -20,7 +20,7 @@
   The first pass of each cycle computes; later ones may be served from the app's caches: both
   are in the figures, and the first value is reported apart.
 
-``--preheat`` starts the server as ``precision-explorer app --preheat`` does (a pool of
+``--preheat [N]`` starts the server as ``precision-explorer app --preheat N`` does (a pool of
 pre-executed kernels); ``--first-paint-only`` skips the interactions.
 
 Figures are wall-clock on the machine at hand, under whatever else runs on it.
@@ -107,7 +107,7 @@ def _summary(ms: list[float]) -> dict[str, Any]:
     }
 
 
-def _server(tmp: Path, preheat: bool = False) -> tuple[str, subprocess.Popen[bytes], Path]:
+def _server(tmp: Path, preheat: int = 0) -> tuple[str, subprocess.Popen[bytes], Path]:
     from test_browser import free_port, wait_for_http
 
     from explorer.cli.app import voila_command, voila_env, write_offline_template
@@ -123,32 +123,35 @@ def _server(tmp: Path, preheat: bool = False) -> tuple[str, subprocess.Popen[byt
             cwd=ROOT,
         )
     wait_for_http(f"tcp://127.0.0.1:{port}", proc, log)
-    if preheat:
-        _wait_for_pool(log)
     return f"http://127.0.0.1:{port}/", proc, log
 
 
-#: what Voila logs once every kernel of its pre-heated pool has run the notebook
-_POOL_READY = "is filled with"
-#: most seconds to wait for the pool to fill
-POOL_WAIT_S = 180.0
+#: most seconds to wait for the pool to be warm
+POOL_WAIT_S = 300.0
 
 
-def _wait_for_pool(log: Path) -> None:
-    """Wait until Voila's log says the pre-heated kernels ran the notebook (or POOL_WAIT_S passed),
-    so the first loads measure a filled pool, not kernels still starting."""
+def _wait_for_pool(log: Path, kernels: int) -> None:
+    """Wait until the server's log says ``kernels`` pre-heated kernels in all have run the
+    notebook (or POOL_WAIT_S passed): before the first load, the whole pool; before each later
+    one, the refill for the kernel the previous load took too.  So each load measures a warm
+    pool, not a kernel still starting."""
+    from explorer.server.voila_main import POOL_READY
+
     deadline = time.monotonic() + POOL_WAIT_S
     while time.monotonic() < deadline:
-        if _POOL_READY in log.read_text(errors="replace"):
+        if log.read_text(errors="replace").count(POOL_READY) >= kernels:
             return
-        time.sleep(0.5)
-    print(f"warning: the pre-heated pool did not report ready within {POOL_WAIT_S:.0f} s", file=sys.stderr)
+        time.sleep(0.25)
+    print(f"warning: the pre-heated pool was not warm within {POOL_WAIT_S:.0f} s", file=sys.stderr)
 
 
-def first_paint(browser: Any, url: str, loads: int) -> dict[str, Any]:
-    """Milliseconds from navigation start to the app visible and to the Kernels view, per load."""
+def first_paint(browser: Any, url: str, loads: int, log: Path, preheat: int = 0) -> dict[str, Any]:
+    """Milliseconds from navigation start to the app visible and to the Kernels view, per load
+    (with a pool of ``preheat`` kernels: each load once the pool is warm again)."""
     app, view = [], []
-    for _ in range(loads):
+    for load in range(loads):
+        if preheat:
+            _wait_for_pool(log, preheat + load)
         context = browser.new_context(viewport=VIEWPORT)
         page = context.new_page()
         try:
@@ -258,7 +261,7 @@ def interactions(page: Any, repeats: int) -> dict[str, Any]:
 
 
 def measure_all(
-    loads: int = 5, repeats: int = 20, *, preheat: bool = False, interactions_too: bool = True
+    loads: int = 5, repeats: int = 20, *, preheat: int = 0, interactions_too: bool = True
 ) -> dict[str, Any]:
     """Start Voila (with a pre-heated kernel pool when ``preheat``) and Chromium, measure first
     paint and (when ``interactions_too``) the interactions; everything is stopped."""
@@ -266,12 +269,12 @@ def measure_all(
     from test_browser import CHROMIUM, LAUNCH_ARGS, stop
 
     tmp = Path(tempfile.mkdtemp(prefix="px-bench-browser-"))
-    url, proc, _ = _server(tmp, preheat)
+    url, proc, log = _server(tmp, preheat)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
             try:
-                paint = first_paint(browser, url, loads)
+                paint = first_paint(browser, url, loads, log, preheat)
                 if not interactions_too:
                     code = _code_state()
                     return {"first_paint": paint, "interactions": {}, "code": code, "preheat": preheat}
@@ -333,7 +336,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument(
-        "--preheat", action="store_true", help="serve with a pool of pre-heated kernels (app --preheat)"
+        "--preheat",
+        type=int,
+        nargs="?",
+        const=2,
+        default=0,
+        metavar="N",
+        help="serve with a pool of N pre-heated kernels (app --preheat N; default 2), measured once warm",
     )
     parser.add_argument("--first-paint-only", action="store_true", help="measure first paint only")
     args = parser.parse_args(argv)

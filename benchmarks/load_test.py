@@ -8,7 +8,10 @@ What it does:
 
 - starts ``python -m explorer app`` (``--no-browser``, a free port on 127.0.0.1, its own
   ``TMPDIR`` under a fresh temporary directory, ``--max-kernels`` = the number of visitors
-  unless given, short ``--cull-idle-timeout``/``--cull-interval``); stops it at the end with
+  unless given, short ``--cull-idle-timeout``/``--cull-interval``); with ``--preheat N``, a
+  pool of N pre-heated kernels (``app --preheat N``, ``--max-kernels`` then max(visitors, N)
+  + :data:`POOL_REFILLS`), and the visitors arrive once the server's log says the N kernels
+  ran the notebook (``pool_warm_s``: seconds from starting the server); stops it at the end with
   :func:`explorer.server.process_tree.stop_process_tree` and kills whatever it (or this
   script: Chromium, Playwright's driver) started that is still alive, on success, error,
   deadline, SIGINT, SIGTERM or SIGHUP alike;
@@ -109,6 +112,11 @@ MAX_VISITORS = 60
 MAX_BROWSERS = 6
 #: Longest --deadline accepted (seconds).
 MAX_DEADLINE_S = 3600
+#: With --preheat: kernels the pool may start again, beyond the visitors, as they take pooled ones.
+POOL_REFILLS = 2
+#: Seconds to wait for the pre-heated pool: this plus this per pooled kernel.
+POOL_WAIT_BASE_S = 120.0
+POOL_WAIT_PER_KERNEL_S = 10.0
 CHROMIUM = os.environ.get("PX_CHROMIUM", "/usr/bin/chromium")
 LAUNCH_ARGS = [
     "--no-sandbox",
@@ -260,7 +268,9 @@ def app_command(cfg: Config, port: int) -> list[str]:
     if cfg.notebook is not None:
         cmd += ["--notebook", str(cfg.notebook)]
     cmd += ["--cull-idle-timeout", str(cfg.cull_idle_timeout), "--cull-interval", str(cfg.cull_interval)]
-    cmd += ["--max-kernels", str(cfg.max_kernels if cfg.max_kernels is not None else cfg.visitors)]
+    cmd += ["--max-kernels", str(cfg.kernel_cap())]
+    if cfg.preheat:
+        cmd += ["--preheat", str(cfg.preheat)]
     return cmd
 
 
@@ -295,6 +305,19 @@ def start_server(cfg: Config, workdir: Path, timeout: float = 120.0) -> AppServe
     except BaseException:
         stop_server(server)
         raise
+
+
+def wait_for_pool(server: AppServer, size: int) -> None:
+    """Wait until the server's log says ``size`` pre-heated kernels ran the notebook (the
+    visitors arrive after that: a teacher starts the server before the room comes in)."""
+    from explorer.server.kernels import POOL_READY
+
+    deadline = time.monotonic() + POOL_WAIT_BASE_S + POOL_WAIT_PER_KERNEL_S * size
+    while server.log_text().count(POOL_READY) < size:
+        if server.proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the pre-heated pool of {size} was not warm:\n{server.log_text()[-3000:]}")
+        server.tree()
+        time.sleep(0.5)
 
 
 def stop_server(server: AppServer) -> dict[str, Any]:
@@ -443,6 +466,7 @@ class Config:
     cull_interval: int = 5
     cull_bound: float | None = None
     max_kernels: int | None = None
+    preheat: int = 0
     op: str = "exp"
     notebook: Path | None = None
     page_timeout: float = 240.0
@@ -478,6 +502,15 @@ class Config:
             raise ValueError("--cull-idle-timeout and --cull-interval must be at least 1 second")
         if self.max_kernels is not None and self.max_kernels < 1:
             raise ValueError("--max-kernels must be at least 1")
+        if not 0 <= self.preheat <= MAX_VISITORS:
+            raise ValueError(f"--preheat must be between 0 and {MAX_VISITORS}")
+
+    def kernel_cap(self) -> int:
+        """The server's --max-kernels: as given, else one per visitor, plus, with a pool,
+        :data:`POOL_REFILLS` for the kernels the pool may start again as visitors take them."""
+        if self.max_kernels is not None:
+            return self.max_kernels
+        return max(self.visitors, self.preheat) + (POOL_REFILLS if self.preheat else 0)
         if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", self.op):
             raise ValueError("--op must be a catalog op name")
 
@@ -1144,11 +1177,22 @@ def snapshot(server: AppServer) -> dict[str, Any]:
     }
 
 
-async def watch_culling(server: AppServer, since: float, bound: float) -> dict[str, Any]:
-    """Poll /proc until no kernel is left (or ``bound`` seconds after ``since``)."""
-    at_start = len(server.kernels())
+async def watch_culling(
+    server: AppServer, since: float, bound: float, visitors: list[Visitor] | None = None
+) -> dict[str, Any]:
+    """Poll /proc until no kernel is left (or ``bound`` seconds after ``since``); with
+    ``visitors``, until none of their kernels is left (pre-heated kernels nobody took are
+    never culled: they wait for the next visitor)."""
+
+    def alive() -> int:
+        kernels = server.kernels()
+        if visitors is None:
+            return len(kernels)
+        return sum(1 for v in visitors if v.kernel_id in kernels)
+
+    at_start = alive()
     while True:
-        count = len(server.kernels())
+        count = alive()
         elapsed = time.monotonic() - since
         if count == 0:
             return {
@@ -1247,7 +1291,9 @@ async def run_visitors(
         result["memory_after_interactions"] = snapshot(server)
         if on_interacted is not None:
             await asyncio.to_thread(on_interacted, server, visitors)
-        result["culling"] = await watch_culling(server, idle_since, cfg.bound())
+        result["culling"] = await watch_culling(
+            server, idle_since, cfg.bound(), visitors if cfg.preheat else None
+        )
         ctx.release.set()
         await asyncio.wait(tasks, timeout=60)
     finally:
@@ -1362,6 +1408,7 @@ def run_load_test(cfg: Config, on_interacted: Hook | None = None) -> dict[str, A
     server: AppServer | None = None
     sampler: Sampler | None = None
     try:
+        launched = time.monotonic()
         server = start_server(cfg, workdir)
         result["server"] = {
             "command": app_command(cfg, server.port),
@@ -1370,6 +1417,10 @@ def run_load_test(cfg: Config, on_interacted: Hook | None = None) -> dict[str, A
             "workdir": str(workdir),
         }
         sampler = Sampler(server, int(cfg.min_available_gib * 2**30)).start()
+        if cfg.preheat:
+            wait_for_pool(server, cfg.preheat)
+            result["pool_warm_s"] = round(time.monotonic() - launched, 1)
+            result["machine"]["load_when_pool_warm"] = load_average()
         asyncio.run(run_with_limits(cfg, server, sampler, visitors, result, on_interacted))
     except KeyboardInterrupt:
         result.setdefault("stopped_by", "SIGINT")
@@ -1509,6 +1560,14 @@ def format_report(result: dict[str, Any]) -> str:
         f"code: {code['commit']}{changes}",
         f"machine: {machine['cpus']} CPUs, {machine['mem_total_mib']} MiB; load "
         f"{machine['load_at_start']} at start, {machine.get('load_at_end')} at end",
+        *(
+            [
+                f"pre-heated pool: {cfg['preheat']} kernels ran the notebook {result['pool_warm_s']} s after "
+                f"the server started (load {machine.get('load_when_pool_warm')}); visitors came after that"
+            ]
+            if cfg.get("preheat") and "pool_warm_s" in result
+            else []
+        ),
         "",
         f"{'seconds':<34}{'n':>4}{'median':>9}{'p95':>9}{'max':>9}",
     ]
@@ -1547,7 +1606,8 @@ def format_report(result: dict[str, Any]) -> str:
     culling = summary["culling"]
     if culling and culling["reached_zero"]:
         lines.append(
-            f"culling: {culling['kernels_at_start']} kernels -> 0 in {culling['seconds']} s after the "
+            f"culling: {culling['kernels_at_start']} {'visitor ' if cfg.get('preheat') else ''}kernels -> 0 "
+            f"in {culling['seconds']} s after the "
             f"last visitor went idle (bound {culling['bound_s']:.0f} s; "
             f"cull-idle-timeout {cfg['cull_idle_timeout']} s, cull-interval {cfg['cull_interval']} s)"
         )
@@ -1595,6 +1655,14 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
     parser.add_argument(
         "--max-kernels", type=int, default=None, help="the server's --max-kernels (default: --visitors)"
     )
+    parser.add_argument(
+        "--preheat",
+        type=int,
+        default=0,
+        metavar="N",
+        help="serve with a pool of N pre-heated kernels (app --preheat N); visitors arrive once the "
+        f"pool is warm; --max-kernels then defaults to max(visitors, N) + {POOL_REFILLS}",
+    )
     parser.add_argument("--op", default="exp", help="the op each visitor switches to")
     parser.add_argument("--notebook", type=Path, default=None, help="notebook to serve (default: the app's)")
     parser.add_argument("--page-timeout", type=float, default=240.0)
@@ -1614,6 +1682,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
         cull_interval=args.cull_interval,
         cull_bound=args.cull_bound,
         max_kernels=args.max_kernels,
+        preheat=args.preheat,
         op=args.op,
         notebook=args.notebook,
         page_timeout=args.page_timeout,

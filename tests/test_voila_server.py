@@ -219,6 +219,47 @@ def test_a_visitor_past_max_kernels_gets_the_full_page_and_no_kernel(server: Ser
     assert server.log_text().count("Kernel started") == 2
 
 
+def wait_for_log(server: Server, text: str, count: int, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while server.log_text().count(text) < count and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert server.log_text().count(text) >= count, f"{text!r} x{count}:\n{server.log_text()[-3000:]}"
+
+
+@pytest.mark.slow
+def test_a_preheated_pool_serves_run_pages_and_refills_only_within_the_cap(tmp_path: Path) -> None:
+    """--preheat 2 --max-kernels 3: two kernels run the notebook before anyone comes; a visitor
+    gets one of them (its page already has the cell's output); the pool is refilled while the
+    cap leaves room, and not beyond it; past the cap the visitor gets the full page."""
+    from explorer.cli.app import REFILL_DELAY_S
+    from explorer.server.kernels import POOL_READY
+
+    app = start_app(tmp_path, "--preheat", "2", "--max-kernels", "3", "--cull-idle-timeout", "600")
+    try:
+        wait_for_log(app, POOL_READY, 2)
+        pooled = app.wait_for_kernels(2)
+        assert "2 of 2 ready" in app.log_text()
+
+        status, _, page = get(app.port, "/")
+        assert status == 200 and "application/vnd.jupyter.widget-view+json" in page, page[-2000:]
+        assert f"Using pre-heated kernel: {kernel_id(page)}" in app.log_text()
+        assert app.kernels().keys() == pooled.keys(), "the visitor must get a pooled kernel, not a new one"
+
+        wait_for_log(app, POOL_READY, 3, timeout=REFILL_DELAY_S + 90)  # refilled: 1 visitor + 2 pooled
+        assert len(app.wait_for_kernels(3)) == 3
+        assert get(app.port, "/")[0] == 200  # 2 visitors + 1 pooled: no room for a refill
+        wait_for_log(app, "pre-heated pool not refilled: 3 kernels running, at most 3", 1)
+        time.sleep(REFILL_DELAY_S + 2)
+        assert len(app.wait_for_kernels(3)) == 3
+        assert get(app.port, "/")[0] == 200  # the last pooled kernel
+        status, _, body = get(app.port, "/")
+        assert status == 503 and "The explorer is full (3 visitors)" in body
+        assert len(app.wait_for_kernels(3)) == 3
+        assert app.log_text().count("Kernel started") == 3, app.log_text()[-3000:]
+    finally:
+        stop_app(app)
+
+
 async def _stay_connected_until_culled(server: Server, kid: str, timeout: float) -> float:
     """Open the kernel's websocket like a browser tab, talk once, then idle until the kernel is gone.
 
@@ -314,6 +355,7 @@ def test_dry_run_creates_nothing(
         (["--cull-interval", "0"], "at least 1 second"),
         (["--max-kernels", "0"], "max_kernels"),
         (["--preheat", "--max-kernels", "2"], "max_kernels"),
+        (["--preheat", "5", "--max-kernels", "5"], "max_kernels"),
         (["--allow-host", "evil.example.com:80"], "--allow-host"),
         (["--allow-host", "http://x"], "--allow-host"),
     ],

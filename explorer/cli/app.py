@@ -35,7 +35,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from explorer.server.limits import default_max_kernels
+from explorer.server.limits import DEFAULT_MAX_KERNELS, default_max_kernels
 
 VERB = "app"
 HELP = "serve the explorer app with Voila on 127.0.0.1 (workshop mode: idle kernels culled, works offline)"
@@ -49,6 +49,14 @@ EXIT_OTHER = "Voila's own exit status once it stops"
 #: seconds of inactivity after which a visitor's kernel is culled, even with the tab open
 DEFAULT_CULL_IDLE_TIMEOUT = 900
 TEMPLATE_NAME = "px-offline"
+#: the JupyterLab extensions the app's page loads (the widget manager and bqplot's); others
+#: installed beside them (plotly's, anywidget's ...) are not loaded into Voila's page
+PAGE_EXTENSIONS = (
+    "@jupyter-widgets/jupyterlab-manager",
+    "@voila-dashboards/widgets-manager8",
+    "bqplot",
+    "bqscales",
+)
 _TEMPLATE = """{%- extends 'voila/templates/lab/index.html.j2' -%}
 {#- Voila's lab template loads Font Awesome from a CDN; skip that block level
     (super.super() is nbconvert's lab CSS) so nothing is fetched from the internet. -#}
@@ -90,12 +98,16 @@ def write_offline_template(root: Path | None = None) -> Path:
     return base
 
 
-#: Kernels kept warm with ``--preheat`` (they count towards ``--max-kernels``).
+#: Kernels kept warm by a bare ``--preheat`` (they count towards ``--max-kernels``).
 PREHEAT_POOL_SIZE = 2
+#: Seconds Voila waits before it replaces a pre-heated kernel a visitor took (Voila's default
+#: is 1 s): the new kernel runs the notebook, which would compete for the CPU with that
+#: visitor's page while it loads.
+REFILL_DELAY_S = 10
 
 
 def check_limits(
-    port: int, cull_idle_timeout: int, cull_interval: int, max_kernels: int, preheat: bool = False
+    port: int, cull_idle_timeout: int, cull_interval: int, max_kernels: int, preheat: int = 0
 ) -> None:
     """ValueError (one line) unless the port and the limits make sense."""
     if not 0 < port < 65536:
@@ -104,10 +116,12 @@ def check_limits(
         raise ValueError("cull_idle_timeout and cull_interval must be at least 1 second")
     if max_kernels < 1:
         raise ValueError(f"max_kernels must be at least 1, got {max_kernels}")
-    if preheat and max_kernels <= PREHEAT_POOL_SIZE:
+    if preheat < 0:
+        raise ValueError(f"--preheat must be at least 0, got {preheat}")
+    if preheat and max_kernels <= preheat:
         raise ValueError(
-            f"--preheat keeps {PREHEAT_POOL_SIZE} kernels warm: max_kernels must be at least "
-            f"{PREHEAT_POOL_SIZE + 1}, got {max_kernels}"
+            f"--preheat keeps {preheat} kernels warm: max_kernels must be at least "
+            f"{preheat + 1}, got {max_kernels}"
         )
 
 
@@ -118,7 +132,7 @@ def voila_command(
     open_browser: bool = False,
     cull_idle_timeout: int = DEFAULT_CULL_IDLE_TIMEOUT,
     cull_interval: int = 60,
-    preheat: bool = False,
+    preheat: int = 0,
     offline_template: bool = True,
     max_kernels: int | None = None,
     allowed_hosts: Sequence[str] = (),
@@ -150,13 +164,18 @@ def voila_command(
         f"--CappedKernelManager.max_kernels={kernels}",
         *(f"--WorkshopVoila.allowed_hosts={name}" for name in hosts),
         "--VoilaExecutor.timeout=120",
+        f"--VoilaConfiguration.extension_allowlist={list(PAGE_EXTENSIONS)!r}",
     ]
     if connection_dir_root is not None:
         cmd.append(f"--Voila.connection_dir_root={connection_dir_root}")
     if not open_browser:
         cmd.append("--no-browser")
     if preheat:
-        cmd += ["--preheat_kernel=True", f"--pool_size={PREHEAT_POOL_SIZE}"]
+        cmd += [
+            "--preheat_kernel=True",
+            f"--pool_size={preheat}",
+            f"--VoilaKernelManager.fill_delay={REFILL_DELAY_S}",
+        ]
     if offline_template:
         cmd.append(f"--template={TEMPLATE_NAME}")
     return cmd
@@ -228,7 +247,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also answer requests for this Host name (a workshop server behind a proxy); repeatable",
     )
     parser.add_argument(
-        "--preheat", action="store_true", help="keep 2 kernels warm (faster first page, more memory)"
+        "--preheat",
+        type=bounded_int(0, DEFAULT_MAX_KERNELS),
+        nargs="?",
+        const=PREHEAT_POOL_SIZE,
+        default=0,
+        metavar="N",
+        help="keep N kernels (default 2) that have already run the notebook, so that a visitor's page "
+        "comes at once; each is refilled as a visitor takes it, within --max-kernels (the pool "
+        "counts towards it). For a workshop: N = the expected room, --max-kernels a few more",
     )
     parser.add_argument(
         "--cdn-template",

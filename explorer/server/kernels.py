@@ -8,11 +8,20 @@ exceed the cap raises :class:`ServerFull` (an HTTP 503) before any process is sp
 
 Kernels being started count from the moment they are admitted (a set of kernel ids,
 so a kernel is never counted twice), so concurrent page loads cannot overshoot the cap.
-With Voila's ``--preheat`` pool, pooled kernels count too.
+
+With ``--preheat_kernel=True`` Voila builds its kernel manager as a subclass of this one
+that keeps a pool of kernels which have already run the notebook, and starts a new one each
+time a visitor takes one.  Pooled kernels count towards the cap, and the refill starts only
+while the cap leaves room for it (:meth:`CappedKernelManager._fill_within_cap`): a refill
+refused by the cap would leave a failed entry in Voila's pool, and the next visitor would
+get an error page instead of a fresh kernel.  Each time a pooled kernel has run the whole
+notebook the manager logs :data:`POOL_READY` (Voila's own "pool is filled" line comes when
+the kernels have started, before they ran anything).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
@@ -20,6 +29,10 @@ from tornado.web import HTTPError
 from traitlets import Integer
 
 from explorer.server.limits import DEFAULT_MAX_KERNELS
+
+#: What the server logs each time a pre-heated kernel has run the whole notebook (followed by
+#: ``<ready> of <pool size> ready``): a load test or a teacher can wait for a warm pool.
+POOL_READY = "pre-heated kernel ran the notebook:"
 
 
 class ServerFull(HTTPError):
@@ -43,6 +56,10 @@ class CappedKernelManager(AsyncMappingKernelManager):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._admitted: set[str] = set()
+        voila_fill = getattr(type(self), "fill_if_needed", None)
+        if voila_fill is not None:  # Voila's pre-heated pool: its __init__ fills the pool next
+            self._voila_fill: Any = voila_fill
+            setattr(self, "fill_if_needed", self._fill_within_cap)  # noqa: B010  (shadows the class's)
 
     def kernel_count(self) -> int:
         """Kernels running or being started."""
@@ -71,3 +88,57 @@ class CappedKernelManager(AsyncMappingKernelManager):
             return str(await super().start_kernel(kernel_id=kernel_id, path=path, **kwargs))
         finally:
             self._admitted.discard(kernel_id)
+
+    # ------------------------------------------------------------------ Voila's pre-heated pool
+    # Voila 0.5's pool (checked against 0.5.13): ``self._pools`` maps a notebook to a list of
+    # tasks, each giving ``{"task": the task running the notebook, "kernel_id": ...}``.
+
+    def _pool_size(self, notebook: str | None) -> int:
+        config: dict[str | None, dict[str, Any]] = getattr(self, "kernel_pools_config", {})
+        default = config.get("default", {})
+        return int(config.get(notebook, default).get("pool_size", default.get("pool_size", 1)))
+
+    def _pools_now(self) -> dict[str | None, list[asyncio.Task[Any]]]:
+        pools: dict[str | None, list[asyncio.Task[Any]]] = getattr(self, "_pools", {})
+        return pools
+
+    def _pool_items(self) -> list[asyncio.Task[Any]]:
+        return [item for pool in self._pools_now().values() for item in pool]
+
+    def _fill_within_cap(
+        self, delay: float | None = None, notebook_name: str | None = None, **kwargs: Any
+    ) -> None:
+        """Voila's ``fill_if_needed``, when the pool's missing kernels fit under the cap (else
+        nothing: a visitor beyond the pool gets a kernel of its own, capped as always)."""
+        pool = self._pools_now().get(notebook_name, [])
+        wanted = self._pool_size(notebook_name) - len(pool)
+        starting = sum(1 for item in self._pool_items() if not item.done())
+        if wanted > self.max_kernels - self.kernel_count() - starting:
+            self.log.info(
+                "pre-heated pool not refilled: %d kernels running, at most %d",
+                self.kernel_count(),
+                self.max_kernels,
+            )
+            return
+        before = {id(item) for item in pool}
+        self._voila_fill(self, delay=delay, notebook_name=notebook_name, **kwargs)
+        for item in self._pools_now().get(notebook_name, []):
+            if id(item) not in before:
+                item.add_done_callback(self._pooled_kernel_started)
+
+    def _pooled_kernel_started(self, item: asyncio.Task[Any]) -> None:
+        if not item.cancelled() and item.exception() is None:
+            item.result()["task"].add_done_callback(self._pooled_kernel_ready)
+
+    def _pooled_kernel_ready(self, _: Any) -> None:
+        ready = sum(
+            1
+            for item in self._pool_items()
+            if item.done()
+            and not item.cancelled()
+            and item.exception() is None
+            and item.result()["task"].done()
+        )
+        self.log.info(
+            "%s %d of %d ready", POOL_READY, ready, self._pool_size(getattr(self, "notebook_path", None))
+        )

@@ -22,6 +22,9 @@ Why this mechanism (checked against Voila 0.5.13 and jupyter_server 2.21):
   :class:`CappedVoilaHandler`, which answers "the explorer is full" (503) before rendering
   anything when no slot is free, and turns a :class:`~explorer.server.kernels.ServerFull`
   raised by a racing start into the same page.
+- With ``--preheat_kernel=True`` Voila keeps a pool of kernels that have already run the
+  notebook; :class:`~explorer.server.kernels.CappedKernelManager` refills it only within the
+  cap and logs :data:`~explorer.server.kernels.POOL_READY` as each pooled kernel is ready.
 """
 
 from __future__ import annotations
