@@ -35,12 +35,12 @@ NOTEBOOK_CELL = "import ipywidgets\nipywidgets.IntSlider(3)"
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
 
 
-def write_notebook(path: Path) -> Path:
-    """A one-cell notebook (a slider): a page load is quick and starts one kernel."""
+def write_notebook(path: Path, cell: str = NOTEBOOK_CELL) -> Path:
+    """A one-cell notebook (by default a slider): a page load is quick and starts one kernel."""
     import nbformat
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(NOTEBOOK_CELL)]
+    nb.cells = [nbformat.v4.new_code_cell(cell)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
     return path
@@ -84,12 +84,13 @@ class Server:
         return kernels
 
 
-def start_app(tmp: Path, *options: str) -> Server:
-    """``python -m explorer app`` on a free port; returns once the port accepts connections."""
+def start_app(tmp: Path, *options: str, cell: str = NOTEBOOK_CELL) -> Server:
+    """``python -m explorer app`` on a free port, serving a one-cell notebook; returns once the
+    port accepts connections."""
     port = free_port()
     tmpdir = tmp / "tmp"
     tmpdir.mkdir()
-    notebook = write_notebook(tmp / "tiny.ipynb")
+    notebook = write_notebook(tmp / "tiny.ipynb", cell)
     log = tmp / "app.log"
     cmd = [sys.executable, "-m", "explorer", "app", "--notebook", str(notebook), "--port", str(port)]
     env = {**os.environ, "TMPDIR": str(tmpdir), "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -258,6 +259,37 @@ def test_a_preheated_pool_serves_run_pages_and_refills_only_within_the_cap(tmp_p
         assert app.log_text().count("Kernel started") == 3, app.log_text()[-3000:]
     finally:
         stop_app(app)
+
+
+#: a cell that appends "start end" (seconds since the epoch) to the file $PX_TEST_STAMPS
+STAMPED_CELL = (
+    "import os, time\n"
+    "start = time.time()\n"
+    "time.sleep(1.5)\n"
+    "with open(os.environ['PX_TEST_STAMPS'], 'a') as f:\n"
+    "    f.write(f'{start} {time.time()}\\n')"
+)
+
+
+@pytest.mark.slow
+def test_pooled_kernels_run_the_notebook_one_per_core_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from explorer.server.kernels import POOL_READY
+
+    stamps = tmp_path / "stamps.txt"
+    monkeypatch.setenv("PX_TEST_STAMPS", str(stamps))
+    pool = (os.cpu_count() or 1) + 2
+    app = start_app(tmp_path, "--preheat", str(pool), "--max-kernels", str(pool + 1), cell=STAMPED_CELL)
+    try:
+        wait_for_log(app, POOL_READY, pool, timeout=120)
+        assert f"{pool} of {pool} ready" in app.log_text()
+    finally:
+        stop_app(app)
+    runs = [tuple(map(float, line.split())) for line in stamps.read_text().splitlines()]
+    assert len(runs) == pool
+    most_at_once = max(sum(1 for a, b in runs if a <= t < b) for t, _ in runs)
+    assert most_at_once <= (os.cpu_count() or 1), runs
 
 
 async def _stay_connected_until_culled(server: Server, kid: str, timeout: float) -> float:

@@ -14,14 +14,16 @@ that keeps a pool of kernels which have already run the notebook, and starts a n
 time a visitor takes one.  Pooled kernels count towards the cap, and the refill starts only
 while the cap leaves room for it (:meth:`CappedKernelManager._fill_within_cap`): a refill
 refused by the cap would leave a failed entry in Voila's pool, and the next visitor would
-get an error page instead of a fresh kernel.  Each time a pooled kernel has run the whole
-notebook the manager logs :data:`POOL_READY` (Voila's own "pool is filled" line comes when
-the kernels have started, before they ran anything).
+get an error page instead of a fresh kernel.  Pooled kernels run the notebook one per CPU
+core at a time (:meth:`CappedKernelManager._initialize_in_turn`).  Each time a pooled kernel
+has run the whole notebook the manager logs :data:`POOL_READY` (Voila's own "pool is filled"
+line comes when the kernels have started, before they ran anything).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
@@ -58,8 +60,12 @@ class CappedKernelManager(AsyncMappingKernelManager):
         self._admitted: set[str] = set()
         voila_fill = getattr(type(self), "fill_if_needed", None)
         if voila_fill is not None:  # Voila's pre-heated pool: its __init__ fills the pool next
+            # instance attributes shadow the pool class's methods (which override this class's)
             self._voila_fill: Any = voila_fill
-            setattr(self, "fill_if_needed", self._fill_within_cap)  # noqa: B010  (shadows the class's)
+            self._voila_initialize: Any = type(self)._initialize  # type: ignore[attr-defined]
+            self._warming = asyncio.Semaphore(os.cpu_count() or 1)
+            setattr(self, "fill_if_needed", self._fill_within_cap)  # noqa: B010
+            setattr(self, "_initialize", self._initialize_in_turn)  # noqa: B010
 
     def kernel_count(self) -> int:
         """Kernels running or being started."""
@@ -120,25 +126,34 @@ class CappedKernelManager(AsyncMappingKernelManager):
                 self.max_kernels,
             )
             return
-        before = {id(item) for item in pool}
         self._voila_fill(self, delay=delay, notebook_name=notebook_name, **kwargs)
-        for item in self._pools_now().get(notebook_name, []):
-            if id(item) not in before:
-                item.add_done_callback(self._pooled_kernel_started)
 
-    def _pooled_kernel_started(self, item: asyncio.Task[Any]) -> None:
-        if not item.cancelled() and item.exception() is None:
-            item.result()["task"].add_done_callback(self._pooled_kernel_ready)
+    async def _initialize_in_turn(
+        self, notebook_path: str, kernel_id: str | None = None, **kwargs: Any
+    ) -> Any:
+        """Voila's ``_initialize`` (start a pooled kernel and the task that runs the notebook in
+        it), with at most one kernel per CPU core running the notebook at a time: a pool of 40
+        filled at once would run 40 notebooks side by side, each slower than the executor's
+        timeout allows on a small machine; in turn, the first kernels are ready within seconds."""
+        await self._warming.acquire()
+        try:
+            content = await self._voila_initialize(self, notebook_path, kernel_id, **kwargs)
+        except BaseException:
+            self._warming.release()
+            raise
+        content["task"].add_done_callback(self._pooled_kernel_ready)
+        return content
 
-    def _pooled_kernel_ready(self, _: Any) -> None:
-        ready = sum(
-            1
+    def _pooled_kernel_ready(self, task: asyncio.Task[Any]) -> None:
+        self._warming.release()
+        run = [
+            item.result()["task"]
             for item in self._pool_items()
-            if item.done()
-            and not item.cancelled()
-            and item.exception() is None
-            and item.result()["task"].done()
-        )
+            if item.done() and not item.cancelled() and item.exception() is None
+        ]
+        if task not in run:  # a visitor took it before it had run the whole notebook
+            return
+        ready = sum(1 for t in run if t.done())
         self.log.info(
             "%s %d of %d ready", POOL_READY, ready, self._pool_size(getattr(self, "notebook_path", None))
         )
