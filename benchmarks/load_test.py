@@ -635,9 +635,8 @@ class WidgetMirror:
         """The tab shows a plot or details output, or a status message that is not 'loading'."""
         if self.loading(key):
             return False
-        for part in ("plot", "details"):
-            if self.state_of(f"px-{key}-{part}").get("outputs"):
-                return True
+        if self.state_of(f"px-{key}-plot").get("outputs") or self.state_of(f"px-{key}-details").get("value"):
+            return True
         return "px-msg" in str(self.state_of(f"px-{key}-status").get("value", ""))
 
     def plot_mimes(self, key: str) -> list[str]:

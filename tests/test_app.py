@@ -26,7 +26,10 @@ def png_of(tab: Any) -> str:
 
 
 def html_of(out: Any) -> str:
-    return "".join(str(o["data"].get("text/html", "")) for o in out.outputs)
+    """The HTML an Output widget or an HTML widget shows."""
+    if hasattr(out, "outputs"):
+        return "".join(str(o["data"].get("text/html", "")) for o in out.outputs)
+    return str(out.value)
 
 
 @pytest.fixture

@@ -642,7 +642,7 @@ def test_cli_hostile_text_is_printed_without_control_characters(capsys: pytest.C
 
 
 def _html(tab: Any) -> str:
-    return "".join(str(o["data"].get("text/html", "")) for o in tab.details.outputs)
+    return str(tab.details.value)
 
 
 def test_app_tab_explains_the_original_error() -> None:

@@ -299,7 +299,7 @@ print(json.dumps({
     "f32_hist_steps": [h.step for h in tab.runs["float32"].histograms],
     "epochs": {p: len(r.epochs) for p, r in tab.runs.items()},
     "figure": tab.figure is not None,
-    "details": tab.details.outputs[0]["data"]["text/html"],
+    "details": tab.details.value,
 }))
 """
 

@@ -82,7 +82,8 @@ CSS = """
 .px-app .px-toggle-title { display: inline-block; margin-top: 4px; }
 .px-app .px-details div[style*="max-height"] { max-height: none !important; }
 .px-app .px-details, .px-app .px-plot { overflow-x: auto; }
-.px-app .px-details .jp-OutputArea-output, .px-app .px-plot .jp-OutputArea-output { max-height: none; }
+.px-app .px-plot .jp-OutputArea-output { max-height: none; }
+.px-app .px-details > .widget-html-content { line-height: normal; white-space: normal; }
 .px-app .px-table { border-collapse: collapse; font-size: 90%; }
 .px-app .px-table th, .px-app .px-table td { padding: 2px 6px; text-align: right; white-space: nowrap; }
 .px-app .px-table span[title] { text-decoration: underline dotted #999; cursor: help; }

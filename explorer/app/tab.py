@@ -91,7 +91,9 @@ class Tab:
 
         self.status = widgets.HTML(value="").add_class("px-status").add_class(f"px-{self.key}-status")
         self.plot = widgets.Output().add_class("px-plot").add_class(f"px-{self.key}-plot")
-        self.details = widgets.Output().add_class("px-details").add_class(f"px-{self.key}-details")
+        # an HTML widget, not an Output: replacing an Output's content makes JupyterLab's output
+        # area measure the page (a forced layout) before it clears, on every redraw
+        self.details = widgets.HTML("").add_class("px-details").add_class(f"px-{self.key}-details")
         self.export_png = widgets.Button(
             description="PNG", tooltip="export the figure as PNG", layout=widgets.Layout(width="70px")
         )
@@ -219,7 +221,7 @@ class Tab:
 
     def show_html(self, markup: str) -> None:
         """Show HTML (tables, explanations) below the plot."""
-        self.details.outputs = (render.html_bundle(markup),)
+        self.details.value = markup
 
     def show_message(self, text: str, kind: str = "info", detail: str = "") -> None:
         """Show a one-line message in the status area."""
