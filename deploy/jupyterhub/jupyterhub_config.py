@@ -181,9 +181,13 @@ def offline_template(state_dir: Path) -> tuple[Path, str]:
 
 
 def singleuser_args(kernel_cull_timeout: int, kernel_cull_interval: int, template: str) -> list[str]:
-    """Options of each user's Jupyter server: Voila's template and timeout, kernel culling."""
+    """Options of each user's Jupyter server: Voila's template, timeout and page extensions,
+    kernel culling."""
+    from explorer.cli.app import PAGE_EXTENSIONS
+
     args = [
         f"--VoilaConfiguration.template={template}",
+        f"--VoilaConfiguration.extension_allowlist={list(PAGE_EXTENSIONS)!r}",
         f"--VoilaExecutor.timeout={VOILA_CELL_TIMEOUT_S}",
         # a page left open or closed abruptly keeps its kernel until it has been idle this long
         f"--MappingKernelManager.cull_idle_timeout={kernel_cull_timeout}",
