@@ -1,8 +1,12 @@
 """The whole-catalog sweep as a user runs it: ``precision-explorer kernels --no-cache --save FILE``.
 
     python benchmarks/bench_catalog_sweep.py                  # cold, then warm, once each
-    python benchmarks/bench_catalog_sweep.py --repeat 2
-    python benchmarks/bench_catalog_sweep.py --prove-lowering # XLA: lowering vs compiling, every cell
+    python benchmarks/bench_catalog_sweep.py --repeat 2 --keep cold.json
+    python benchmarks/bench_catalog_sweep.py --compare before.json after.json  # cell by cell
+    python benchmarks/bench_catalog_sweep.py --prove-lowering # TF XLA: lowering vs compiling
+    python benchmarks/bench_catalog_sweep.py --prove-flags jax             # probe XLA flags vs JAX's
+    python benchmarks/bench_catalog_sweep.py --prove-flags tensorflow --as-probed \
+        --flags "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
 
 Cold = a fresh process and an empty cache directory (a new temporary ``PX_CACHE_DIR``:
 no probe records, no registry cache, TensorFlow imported in fresh workers).  Warm = a
@@ -12,25 +16,62 @@ processes it started, rows, rows per mode and per status.  Timings are wall-cloc
 a shared machine: compare figures measured back to back, and the CPU seconds, which
 other load changes less.
 
-Measured on the 2-core development machine, shared with other jobs (load average 3-5
-while measuring), TensorFlow 2.21, two cold/warm pairs back to back, before and after
-issue 9 (XLA probes lowered to HLO, creation-op parameters as arguments, two TensorFlow
-probe workers, no Keras import in them, code-generated workarounds):
+Measured on the 2-core development machine, shared with other jobs, TensorFlow 2.21, torch 2.13,
+jax 0.10.2, all five backends (the default), 14,344 rows:
 
-    before: cold 89.6 s, 97.3 s (81.4, 80.3 CPU s); warm 4.1 s, 4.3 s; 10,800 rows
-    after:  cold 42.9 s, 43.9 s (48.9, 49.3 CPU s); warm 3.9 s, 3.9 s; 13,360 rows
-            (the 2,560 rows more are the jax backend's, not installed here: not probed)
+    issue 9 item 8, before (load < 1):  cold 349 s (427 CPU s); warm 4.2 s
+    after (load 1.4-4.3 while measuring): cold 164.9 s (263.8 CPU s), warm 3.4 s;
+                                          cold 160.1 s (254.3 CPU s), warm 3.0 s
+    after, PX_PROBE_WORKERS=1 (one TensorFlow and one JAX worker): cold 234.1 s (278.2 CPU s)
+    then every XLA probe compiled and run, not lowered (load 0.7-3.1): cold 113.3 s (219.7 CPU s),
+                                          warm 2.7 s; one record changed: tensorflow svd float16
+                                          CPU xla, ok (lowered) -> wrong_result (NaN when run)
 
-Where the cold time goes now (one TensorFlow worker's CPU seconds for all 2,560 TensorFlow
-probes, measured in-process): ~8 s compiling the XLA workarounds offered for eager cells
-without a kernel (igamma, igammac, svd take 0.5-1.4 s each; every offered workaround is run
-first), ~4 s lowering to HLO, the rest tracing, eager runs and running the other
-workarounds; plus ~4 s per TensorFlow worker to import TensorFlow, ~6 s for the NumPy and
-emulated probes, ~4 s in the main process (rows, explanations, the snapshot).
+Per backend, cold (``PX_CACHE_DIR=<fresh dir> python -m explorer kernels --no-cache --backend B
+--save F``), wall (CPU) seconds, before -> after: numpy 5.1 -> 3.3 (4.0), emulated 2.9 -> 3.0
+(3.7), torch 14.3 -> 9.4 (14.1), tensorflow 23.8 (41.5) -> 20.5 (37.2), jax 311 (347) -> 104.8
+(201.9).  What changed: the probe workers' XLA flags add ``--xla_cpu_use_fusion_emitters=false``
+to LLVM optimisation off (JAX's workers had LLVM optimisation off already); JAX gets two probe
+workers (and workers of its own, keyed ``kernels-jax``), as TensorFlow has; the workaround code
+generation is made once per op and compute dtype instead of once per cell (the generated code is
+byte for byte the same for every op, dtype, framework and compute dtype); PyTorch's OpInfo table
+is read while the probes run, not before; ``AvailabilityResult.records`` converts column by column.
+
+Where the cold time goes now: JAX, ~200 of the ~255 CPU seconds.  Every JAX cell is compiled by
+XLA (eager cells compile each primitive they dispatch); in-process, under cProfile, compiling is
+54% of a JAX probe, lowering to StableHLO 26%, tracing 6%.  Lowering alone does not answer as
+compiling does, for JAX nor for TensorFlow (below), so every XLA probe compiles and runs.
+15 s cold for all five backends is out of reach on 2 cores without caching across runs: the JAX
+probes alone take ~200 CPU seconds.
 
 ``--prove-lowering`` runs every XLA cell of the catalog (every op x TensorFlow float dtype,
-on each device present) both ways, lowered to HLO only (what the probes do) and compiled
-and run, and prints every cell whose status, phase, result dtype or error differs.
+on each device present) both ways, lowered to HLO only (``PX_PROBE_XLA_EXECUTE=0``) and
+compiled and run (what the probes do), and prints every cell whose status, phase, result dtype
+or error differs.  Measured
+now: 1,280 cells, 1 differs (svd float16: lowered ``ok``, compiled and run ``wrong_result``, NaN),
+under the probe flags and under ``XLA_FLAGS=--xla_backend_optimization_level=0`` alike.
+
+``--prove-flags BACKEND`` probes every cell of the backend (every op x dtype x mode on CPU, with
+workarounds) in fresh processes at the same time: under ``--baseline`` XLA flags and under
+``--flags``, XLA cells compiled and run, and under ``--flags`` as the probes take them; it prints
+every record that differs (status, phase, result dtype, device, first error line, detail,
+workaround).  Measured (jax 0.10.2; the three processes at once, with other load):
+
+    --prove-flags jax: baseline '' (JAX's defaults) vs the probe flags: 2,560 cells, 0 differ
+        (660 -> 235 CPU s in the process); compiled vs lowered: 20 differ (erfc, bessel_i1, gelu
+        in float8/float4 lower but XLA:CPU cannot legalize chlo.erfc / chlo.bessel_i1e; sigmoid
+        and silu in float8_e4m3b11fnuz run silently wrong), so JAX probes are not lowered
+    --prove-flags tensorflow --as-probed, '--xla_backend_optimization_level=0' vs the probe
+        flags: 2,560 cells, 0 differ (33.3 -> 27.9 CPU s in the process; the XLA workarounds
+        offered for eager cells are what compiles there)
+    --prove-flags tensorflow --flags '--xla_backend_optimization_level=0
+        --xla_cpu_use_fusion_emitters=false' (XLA cells compiled and run, as the probes now do):
+        2,560 cells, 0 differ (62.7 -> 37.2 CPU s in the process)
+
+``--compare BEFORE AFTER`` compares two saved snapshots cell by cell (status, phase, result
+dtype, device, first error line, detail, declared, disagreement, explanation, workaround): a
+cold sweep of the code before item 8 against two cold sweeps after it, 14,344 cells, 0
+differences each.
 """
 
 from __future__ import annotations
@@ -41,6 +82,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -97,7 +139,9 @@ def lowering_mismatches(devices: tuple[str, ...] | None = None) -> tuple[int, li
     """Every XLA cell of the catalog run both ways, here: lowered to HLO only, and compiled and
     run.  Returns the number of cells and a line for each whose status, phase, result dtype or
     first error line differs (the fallback device and its detail are compared too)."""
-    os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")  # as in the probe worker
+    from explorer.analysis.probe import probe_xla_flags
+
+    os.environ.setdefault("XLA_FLAGS", probe_xla_flags())  # as in the probe workers
     from explorer.analysis.registry import get_registry
     from explorer.backends import get_backend
     from explorer.ops import catalog
@@ -128,13 +172,215 @@ def _summary(outcome: Any) -> tuple[str, str, str | None, str, str | None]:
     return outcome.status.value, outcome.phase.value, dtype, error, detail or None
 
 
+#: the TensorFlow probe workers' XLA flags before issue 9 item 8 (``--prove-flags tensorflow``'s baseline)
+OLD_TF_PROBE_FLAGS = "--xla_backend_optimization_level=0"
+#: what a record says about a cell, compared by ``--prove-flags`` (timings and the note that a
+#: cell was lowered only are left out)
+RECORD_FIELDS = (
+    "status",
+    "phase",
+    "result_dtype",
+    "ran_on",
+    "error",
+    "detail",
+    "workaround",
+    "workaround_how",
+    "workaround_failures",
+)
+
+
+def backend_records(backend: str, path: Path, execute: bool) -> None:
+    """Worker side of ``--prove-flags``: the probe record of every cell of ``backend`` in the default
+    sweep (every catalog op x every dtype it probes x every mode it has but ``compile``, on CPU,
+    TensorFlow's with the registry's kernel places), XLA cells compiled and run (``execute``) or
+    as the probes take them (lowered where proven); written to ``path`` as JSON (key -> fields)."""
+    if backend == "tensorflow":
+        from explorer.analysis.probe import _without_keras
+
+        _without_keras()  # as in the probe workers
+    from explorer.analysis.availability import DEFAULT_AVAILABILITY_MODES, _kernel_places, probes_for
+    from explorer.analysis.probe import probe_record
+    from explorer.analysis.registry import get_registry
+    from explorer.backends import get_backend
+    from explorer.ops import catalog
+
+    reg = get_registry()
+    present = get_backend(backend).devices()
+    probes = probes_for(list(catalog()), reg.float_dtypes, [backend], ["CPU"], DEFAULT_AVAILABILITY_MODES)
+    start = time.perf_counter()
+    out = {}
+    for p in probes:
+        places = _kernel_places(reg, p) if backend == "tensorflow" else []
+        record = probe_record(p, 0, present, places, execute=True if execute else None)
+        out[p.key] = {f: _comparable(f, record[f]) for f in RECORD_FIELDS}
+    seconds = time.perf_counter() - start
+    path.write_text(json.dumps({"records": out, "seconds": seconds, "cpu": time.process_time()}))
+
+
+def _comparable(field: str, value: Any) -> Any:
+    """A record field as compared: errors by their first line, and (in every text) memory
+    addresses, source locations (``file.py:line:column``) and JAX's per-trace counters masked;
+    the lowered-only notes left out."""
+    from explorer.backends import jax_backend, tensorflow_backend
+
+    if not isinstance(value, str):
+        return value
+    if field == "error":
+        value = value.splitlines()[0] if value else ""
+    if field == "detail":
+        lowered = (jax_backend.LOWERED, tensorflow_backend.LOWERED)
+        value = "; ".join(d for d in value.split("; ") if d and d not in lowered)
+    value = re.sub(r"0x[0-9a-f]+", "0x_", value)
+    value = re.sub(r"[\w/.-]+\.py:\d+:\d+", "FILE:LINE", value)  # a source location moves with the source
+    return re.sub(r"(jit_\w+?|__inference_\w+?)_\d+", r"\1_N", value)
+
+
+def prove_flags(backend: str, flags: str, baseline: str, execute: bool = True) -> int:
+    """Every cell of ``backend`` probed in fresh processes, at the same time: under ``baseline`` XLA
+    flags and under ``flags``, XLA cells compiled and run (``execute``; else both as the probes
+    take them), and (``execute``) under ``flags`` as the probes take them (XLA cells lowered where
+    proven).  Prints every cell whose record differs (the flags' effect, then the lowering's);
+    returns the number of differences."""
+    runs = {"baseline": (baseline, execute), "flags": (flags, execute)}
+    if execute:
+        runs["probes"] = (flags, False)
+    found: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        procs = {}
+        for name, (xla_flags, run_all) in runs.items():
+            path = Path(tmp) / f"{name}.json"
+            env = dict(os.environ, XLA_FLAGS=xla_flags, PX_CACHE_DIR=str(Path(tmp) / f"cache-{name}"))
+            command = [sys.executable, __file__, "--records", backend, str(path)]
+            procs[name] = (subprocess.Popen([*command, *([] if run_all else ["--as-probed"])], env=env), path)
+        for name, (proc, path) in procs.items():
+            if proc.wait() != 0:
+                raise SystemExit(f"the {name} run failed (exit {proc.returncode})")
+            found[name] = json.loads(path.read_text())
+    differences = 0
+    pairs = [("flags", "baseline", "flags")] + ([("lowering", "flags", "probes")] if execute else [])
+    for label, a, b in pairs:
+        left, right = found[a]["records"], found[b]["records"]
+        lines = [
+            f"  {key}: {a} {left[key]} | {b} {right.get(key)}" for key in left if left[key] != right.get(key)
+        ]
+        lines += [f"  {key}: only in {b}" for key in right if key not in left]
+        differences += len(lines)
+        print(f"{label}: {len(left)} {backend} cells, {len(lines)} differ ({a} vs {b})")
+        print("\n".join(lines[:200]))
+    for name, (xla_flags, run_all) in runs.items():
+        how = "compiled and run" if run_all else "as probed"
+        print(
+            f"  {name}: XLA_FLAGS={xla_flags!r}, {how}: {found[name]['seconds']:.1f} s "
+            f"({found[name]['cpu']:.1f} CPU s in the process)"
+        )
+    return differences
+
+
+#: the columns of a saved snapshot that ``--compare`` holds equal, cell by cell
+SNAPSHOT_FIELDS = (
+    "status",
+    "phase",
+    "result_dtype",
+    "ran_on",
+    "error",
+    "detail",
+    "declared",
+    "disagreement",
+    "explanation",
+    "workaround",
+    "workaround_how",
+)
+
+
+def snapshot_differences(before: Path, after: Path) -> tuple[int, list[str]]:
+    """Two saved snapshots compared cell by cell (backend, op, raw op, dtype, device, mode): the
+    number of cells of ``before``, and a line for every cell missing from either or whose
+    :data:`SNAPSHOT_FIELDS` differ (errors by their first line, counters and addresses masked)."""
+
+    def cells(path: Path) -> dict[tuple[str, ...], dict[str, Any]]:
+        rows = json.loads(path.read_text())["rows"]
+        out = {}
+        for r in rows:
+            key = tuple(str(r[k]) for k in ("backend", "op", "raw_op", "dtype", "device", "mode"))
+            out[key] = {f: _comparable(f, r.get(f)) for f in SNAPSHOT_FIELDS}
+        if len(out) != len(rows):
+            raise SystemExit(f"{path}: {len(rows) - len(out)} rows repeat a cell")
+        return out
+
+    a, b = cells(before), cells(after)
+    lines = [f"only in {before.name}: {' '.join(k)}" for k in a if k not in b]
+    lines += [f"only in {after.name}: {' '.join(k)}" for k in b if k not in a]
+    for key in a.keys() & b.keys():
+        for f in SNAPSHOT_FIELDS:
+            if a[key][f] != b[key][f]:
+                lines.append(f"{' '.join(key)}: {f}: {a[key][f]!r} | {b[key][f]!r}")
+    return len(a), sorted(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="cold/warm pairs to run (default 1)")
     parser.add_argument(
         "--prove-lowering", action="store_true", help="compare XLA lowering with compiling, every cell"
     )
+    parser.add_argument(
+        "--prove-flags",
+        metavar="BACKEND",
+        choices=("jax", "tensorflow"),
+        help="compare every cell's record under --baseline and --flags XLA flags (and, with XLA cells "
+        "compiled and run, with the probes' lowering)",
+    )
+    parser.add_argument(
+        "--flags", default=None, help="--prove-flags: the flags to prove (default: the probes')"
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="--prove-flags: the flags to compare with (default: JAX's own, none; for TensorFlow "
+        f"{OLD_TF_PROBE_FLAGS!r}, its probe flags before issue 9 item 8)",
+    )
+    parser.add_argument(
+        "--as-probed",
+        action="store_true",
+        help="--prove-flags: take XLA cells as the probes do, not compiled",
+    )
+    parser.add_argument(
+        "--records", nargs=2, metavar=("BACKEND", "PATH"), help=argparse.SUPPRESS
+    )  # worker side
+    parser.add_argument(
+        "--keep", type=Path, metavar="FILE", help="copy the (last) cold sweep's snapshot to FILE"
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        type=Path,
+        metavar=("BEFORE", "AFTER"),
+        help="compare two saved snapshots, cell by cell",
+    )
     args = parser.parse_args()
+    if args.compare is not None:
+        cells, lines = snapshot_differences(*args.compare)
+        print(f"{cells} cells, {len(lines)} differences")
+        print("\n".join(f"  {line}" for line in lines[:300]))
+        return
+    if args.records is not None:
+        backend_records(args.records[0], Path(args.records[1]), execute=not args.as_probed)
+        return
+    if args.prove_flags:
+        from explorer.analysis.probe import probe_xla_flags
+
+        backend = args.prove_flags
+        os.environ.pop("PX_PROBE_XLA_FLAGS", None)
+        flags = args.flags if args.flags is not None else probe_xla_flags()
+        baseline = (
+            args.baseline
+            if args.baseline is not None
+            else {"jax": "", "tensorflow": OLD_TF_PROBE_FLAGS}[backend]
+        )
+        start = time.perf_counter()
+        differences = prove_flags(backend, flags, baseline, execute=not args.as_probed)
+        print(f"{differences} differences ({time.perf_counter() - start:.0f} s)")
+        return
     if args.prove_lowering:
         start = time.perf_counter()
         cells, mismatches = lowering_mismatches()
@@ -147,6 +393,8 @@ def main() -> None:
             save = Path(tmp) / "sweep.json"
             cache = str(Path(tmp) / "cache")
             cold, cold_cpu = sweep(cache, save, cold=True)
+            if args.keep is not None:
+                shutil.copyfile(save, args.keep)
             warm, warm_cpu = sweep(cache, save, cold=False)
             facts = counts(save)
         print(

@@ -511,3 +511,43 @@ def test_torch_compile_cells_when_asked_cached_by_mode_and_version(monkeypatch: 
         ops=["exp"], dtypes=["float16"], backends=["torch"], modes=["compile"], progress=False
     )
     assert other.probed == 1 and other.cached == 0
+
+
+def test_records_are_plain_python_values_row_by_row() -> None:
+    """``records`` turns each row into plain Python values (numpy scalars unboxed, NaN as None),
+    in row order, with the columns asked for; checked against values written out here."""
+    import numpy as np
+    import pandas as pd
+
+    from explorer.analysis.availability import EXTRA_KEYS, ROW_KEYS, AvailabilityResult
+
+    columns = list(ROW_KEYS) + list(EXTRA_KEYS)
+    rows = [dict.fromkeys(columns, "") for _ in range(3)]
+    for n, row in enumerate(rows):
+        row.update(op=f"op{n}", cached=bool(n % 2))
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["seconds"] = np.array([0.5, np.nan, 2.0])
+    frame["declared"] = [None, np.int64(3), "ok"]
+    short = AvailabilityResult(frame).records()
+    assert [r["op"] for r in short] == ["op0", "op1", "op2"] and list(short[0]) == list(ROW_KEYS)
+    full = AvailabilityResult(frame).records(full=True)
+    assert [r["seconds"] for r in full] == [0.5, None, 2.0]
+    assert [type(r["seconds"]) for r in full] == [float, type(None), float]
+    assert [r["declared"] for r in full] == [None, 3, "ok"] and type(full[1]["declared"]) is int
+    assert [r["cached"] for r in full] == [False, True, False] and type(full[1]["cached"]) is bool
+
+
+def test_a_background_read_returns_its_value_or_raises_its_error_in_the_caller() -> None:
+    import threading
+
+    from explorer.analysis.availability import _InBackground
+
+    seen: list[str] = []
+    done = _InBackground(lambda a, b: seen.append(threading.current_thread().name) or a + b, 2, 3)
+    assert done.result() == 5 and seen == ["explorer-background"]
+
+    def fails() -> None:
+        raise RuntimeError("no OpInfo here")
+
+    with pytest.raises(RuntimeError, match="no OpInfo here"):
+        _InBackground(fails).result()

@@ -325,3 +325,51 @@ def test_judge_passes_every_numpy_and_emulated_result():
                     outcome = get_backend(backend).run(op, fmt, inputs=inputs)
                     judged = judge(outcome, op, inputs, resolve(fmt))
                 assert judged.status is outcome.status, (backend, name, fmt, judged.detail)
+
+
+# ---------------------------------------------------------------- probes: lowered, not compiled
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [("exp", "float32"), ("exp", "bfloat16"), ("matmul", "float8_e5m2"), ("cholesky", "float16"),
+     ("rfft", "float16"), ("cast_to_int32", "float16"), ("range", "float16")],
+)  # fmt: skip
+def test_an_xla_run_lowered_only_has_the_status_of_compiling_and_running_here(
+    jax: Any, name: str, dtype: str
+) -> None:
+    """``execute=False`` stops after lowering to StableHLO (no result) when tracing and lowering
+    pass, and otherwise fails as a run that compiles does: same status, phase, error, dtype."""
+    backend = get_backend("jax")
+    lowered = backend.run(name, dtype, mode="xla", execute=False)
+    ran = backend.run(name, dtype, mode="xla", execute=True)
+    assert (lowered.status, lowered.phase, lowered.error) == (ran.status, ran.phase, ran.error)
+    if ran.ran:
+        assert lowered.result is None and ran.result is not None
+        assert lowered.extra["result_dtype"] == str(ran.result.dtype)
+        assert "lowered to StableHLO only" in lowered.detail
+    else:
+        assert lowered.result is None and "lowered" not in lowered.detail
+
+
+def test_jax_probes_compile_because_some_cells_lower_but_do_not_compile(jax: Any) -> None:
+    """What ``--prove-flags jax`` found: erfc in float8_e4m3fn lowers to StableHLO (``chlo.erfc``)
+    and XLA:CPU then cannot legalize it, so lowering alone would say ``ok``; the probe record (as
+    the sweep makes it) compiles and says ``no_kernel`` at ``xla_compile``, as jitting and
+    running it directly does."""
+    from explorer.analysis.probe import Probe, probe_record
+
+    lowered = get_backend("jax").run("erfc", "float8_e4m3fn", mode="xla", execute=False)
+    assert lowered.status is Status.OK and lowered.result is None
+    direct = direct_error(jax, "erfc", "float8_e4m3fn", rounded_inputs("erfc", "float8_e4m3fn", 0))
+    assert direct is not None and "chlo.erfc" in direct
+    record = probe_record(Probe("jax", "erfc", "float8_e4m3fn", "CPU", "xla"), present=["CPU"])
+    assert (record["status"], record["phase"]) == ("no_kernel", "xla_compile")
+    assert "chlo.erfc" in record["error"]
+
+
+def test_an_eager_probe_always_executes(jax: Any) -> None:
+    """``execute=False`` changes nothing for an eager cell: its call is dispatched and returns."""
+    outcome = get_backend("jax").run("exp", "bfloat16", mode="eager", execute=False)
+    assert outcome.status is Status.OK and outcome.result is not None
+    assert str(outcome.result.dtype) == "bfloat16"

@@ -8,6 +8,7 @@ callbacks, the hook its debugger uses).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -222,9 +223,80 @@ def test_range_float16_literal_fails_in_its_shape_function_with_or_without_xla(t
 )  # fmt: skip
 def test_lowering_to_hlo_answers_as_compiling_and_running_does(backend: Any, name: str, dtype: str) -> None:
     """A sample of what ``python benchmarks/bench_catalog_sweep.py --prove-lowering`` checks for
-    every XLA cell of the catalog (1,280 on CPU with TensorFlow 2.21: no mismatch)."""
+    every XLA cell of the catalog (1,280 on CPU with TensorFlow 2.21: one mismatch, svd float16,
+    which lowers but compiled and run returns NaN)."""
     lowered = backend.run(name, dtype, mode="xla", execute=False)
     ran = backend.run(name, dtype, mode="xla", execute=True)
     assert (lowered.status, lowered.phase) == (ran.status, ran.phase)
     if ran.ran:
         assert lowered.result is None and lowered.extra["result_dtype"] == str(ran.result.dtype)
+
+
+# ---------------------------------------------------------------- the probe workers
+
+
+def test_jax_and_tensorflow_probes_each_get_two_workers_on_two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from explorer.analysis import probe
+
+    monkeypatch.delenv("PX_PROBE_WORKERS", raising=False)
+    monkeypatch.setattr(probe.os, "cpu_count", lambda: 2)
+    assert [probe.probe_workers(b) for b in ("tensorflow", "jax", "numpy", "emulated", "torch")] == [
+        2,
+        2,
+        1,
+        1,
+        1,
+    ]
+    assert probe.worker_keys("jax") == ("kernels-jax", "kernels-jax-2")
+    monkeypatch.setattr(probe.os, "cpu_count", lambda: 1)
+    assert probe.worker_keys("jax") == ("kernels-jax",)
+    monkeypatch.setenv("PX_PROBE_WORKERS", "3")
+    assert probe.probe_workers("jax") == 3 and probe.probe_workers("numpy") == 1
+
+
+def test_jax_probes_run_in_their_own_workers_started_with_the_jax_probe_flags(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Observed in the workers themselves: every worker that ran a JAX probe has XLA_FLAGS set to
+    LLVM optimisation off and XLA:CPU's fusion emitters off (``--prove-flags jax``: no record
+    differs from JAX's defaults), and none of them is the plain ``jax`` worker of ``Sandbox.run``."""
+    from explorer.analysis.probe import Probe, run_probes
+    from explorer.sandbox import Sandbox
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.delenv("PX_PROBE_XLA_FLAGS", raising=False)
+    monkeypatch.setenv("PX_PROBE_WORKERS", "2")
+    box = Sandbox()
+    try:
+        probes = [
+            Probe("jax", "exp", dt, "CPU", mode)
+            for dt in ("float32", "bfloat16")
+            for mode in ("eager", "xla")
+        ]
+        records = run_probes(probes, sandbox=box)
+        assert {r["status"] for r in records.values()} == {"ok"}
+        keys = sorted(box.workers())
+        assert keys and set(keys) <= {"kernels-jax", "kernels-jax-2"}
+        flags = {box.call(key, os.getenv, "XLA_FLAGS") for key in keys}
+        assert flags == {"--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"}
+    finally:
+        box.close()
+
+
+def test_an_xla_probe_runs_what_it_compiles_so_a_wrong_result_is_seen(tf: Any) -> None:
+    """svd in float16 lowers to HLO, but compiled and run it returns NaN (TensorFlow 2.21, CPU):
+    a probe that stopped at the lowering would call the cell ``ok``.  The probe's record is
+    compared with the singular values of the same input computed here, compiled by
+    ``tf.function(jit_compile=True)`` and by NumPy in float64."""
+    from explorer.analysis.probe import Probe, probe_record
+
+    op = get_op("svd")
+    (a,) = op.inputs(0)
+    compiled = tf.function(lambda m: tf.linalg.svd(m, compute_uv=False), jit_compile=True)
+    with tf.device("/CPU:0"):
+        got = compiled(tf.constant(a.astype(np.float16))).numpy()
+    expected = np.linalg.svd(a.astype(np.float16).astype(np.float64), compute_uv=False)
+    ran_true = bool(np.all(np.isfinite(got))) and np.allclose(got, expected, rtol=0.05, atol=0.05)
+    record = probe_record(Probe("tensorflow", "svd", "float16", "CPU", "xla"), present=["CPU"])
+    assert record["status"] == ("ok" if ran_true else "wrong_result"), (got, expected, record)
+    assert "lowered to HLO" not in record["detail"]

@@ -15,6 +15,7 @@ they are stored as they arrive, per environment (see :mod:`explorer.analysis.pro
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -93,7 +94,9 @@ class AvailabilityResult:
     def records(self, full: bool = False) -> list[dict[str, Any]]:
         """Rows as plain dicts (only :data:`ROW_KEYS` unless ``full``)."""
         cols = list(ROW_KEYS) + (list(EXTRA_KEYS) if full else [])
-        return [{k: _plain(v) for k, v in r.items()} for r in self.rows[cols].to_dict("records")]
+        frame = self.rows[cols]  # column by column: DataFrame.to_dict boxes every value on its own
+        columns = [[_plain(v) for v in frame[c].tolist()] for c in cols]
+        return [dict(zip(cols, values, strict=True)) for values in zip(*columns, strict=True)]
 
     def filter(self, group: str | None = None, name: str | None = None, **equal: Any) -> AvailabilityResult:
         """Rows of one op group and/or whose op or raw op contains ``name``; ``equal``
@@ -364,9 +367,8 @@ def availability(
         rows += declared_rows(reg, targets, dts_tf, devices)
     run_modes = [m for m in modes if m != "registry"]
     probes = probes_for(targets, dts, backends, devices, run_modes)
-    torch_said = _torch_declarations(targets, dts) if "torch" in backends else None
-    if torch_said is not None and "registry" in modes:
-        rows += torch_declared_rows(targets, dts, devices, torch_said[1])
+    # PyTorch's OpInfo table is read in a worker of its own (seconds, one core) while the probes run
+    torch_reading = _InBackground(_torch_declarations, targets, dts) if "torch" in backends else None
     env = envcache.environment()
     env_key = envcache.environment_key(env)
     with probe_cache.open_store() as store:
@@ -409,6 +411,9 @@ def availability(
         if "tensorflow" in {p.backend for p in remote}:
             device_info = _tensorflow_devices()
             store.save_devices(env_key, device_info)
+    torch_said = torch_reading.result() if torch_reading is not None else None
+    if torch_said is not None and "registry" in modes:
+        rows += torch_declared_rows(targets, dts, devices, torch_said[1])
     by_name = {t.name: t for t in targets}
     for p in probes:
         cached = p.key not in fresh and p.key not in local
@@ -493,6 +498,30 @@ def _probe_row(p: Probe, t: Target, record: dict[str, Any], reg: Registry, cache
     if p.backend == "tensorflow":
         row["disagreement"] = disagreement(row["declared"], status, row, reg)
     return row
+
+
+class _InBackground:
+    """``func(*args)`` run in a daemon thread at once; :meth:`result` waits for its value (or
+    re-raises its exception).  A daemon thread, so that an interrupted sweep does not wait for it."""
+
+    def __init__(self, func: Any, *args: Any) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(func, *args), daemon=True)
+        self._thread.name = "explorer-background"
+        self._thread.start()
+
+    def _run(self, func: Any, *args: Any) -> None:
+        try:
+            self._value = func(*args)
+        except BaseException as exc:  # re-raised in the caller's thread
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _torch_declarations(targets: list[Target], dtypes: list[str]) -> tuple[Any, dict] | None:

@@ -142,11 +142,29 @@ def call_source(op: str | Op, framework: str, dtype: str, wide: str | None = Non
     'tf.range(12, dtype=tf.float16)'
     """
     the_op = get_op(op)
+    if wide is None or wide == dtype:
+        return _copied(_native_call(the_op.name, framework, wide or dtype))
+    call = _wide_call(the_op.name, framework, wide)
+    if not the_op.float_output:
+        return _copied(call)
+    return Call(list(call.lines), _convert(framework, call.expr, dtype), list(call.inputs))
+
+
+def _copied(call: Call) -> Call:
+    """A copy of a cached :class:`Call` (its lists are the caller's to change)."""
+    return Call(list(call.lines), call.expr, list(call.inputs))
+
+
+@functools.lru_cache(maxsize=4096)
+def _native_call(op: str, framework: str, compute_dtype: str) -> Call:
+    """The op's call computing in ``compute_dtype`` on inputs in it (made once per op,
+    framework and dtype: the code generation walks and copies syntax trees)."""
+    the_op = get_op(op)
     fn = _function_of(the_op, framework)
     if fn is None:
         raise ValueError(f"op {the_op.name} has no {framework} call")
     module = MODULE[framework]
-    compute = dtype_code(framework, wide or dtype)
+    compute = dtype_code(framework, compute_dtype)
     lam = _lambda_of(fn)
     if lam is None:  # a call given by name: module.<path>(inputs)
         path = inspect.getclosurevars(fn).nonlocals["path"]
@@ -164,14 +182,14 @@ def call_source(op: str | Op, framework: str, dtype: str, wide: str | None = Non
         body = inliner.expression(lam.body, binding)
         lines = inliner.statements
     body = _fold_dtype_tests(body, compute)
-    call = Call([ast.unparse(s) for s in lines], ast.unparse(body), names)
-    if wide is not None and wide != dtype:
-        call = _computed_wide(call, framework, dtype, wide, the_op.float_output)
-    return call
+    return Call([ast.unparse(s) for s in lines], ast.unparse(body), names)
 
 
-def _computed_wide(call: Call, framework: str, dtype: str, wide: str, float_output: bool) -> Call:
-    """``call`` on its inputs converted to ``wide``, its result converted back to ``dtype``."""
+@functools.lru_cache(maxsize=4096)
+def _wide_call(op: str, framework: str, wide: str) -> Call:
+    """The op's call computing in ``wide`` on its inputs converted to ``wide``; the result not
+    yet converted back (the same for every input dtype, so made once per op, framework, wide)."""
+    call = _native_call(op, framework, wide)
     text = "\n".join([*call.lines, call.expr])
     tree = ast.parse(text)
     uses = {n: sum(isinstance(x, ast.Name) and x.id == n for x in ast.walk(tree)) for n in call.inputs}
@@ -184,11 +202,8 @@ def _computed_wide(call: Call, framework: str, dtype: str, wide: str, float_outp
         else:
             lines.append(f"{name}_{wide} = {ast.unparse(converted)}")
             swap[name] = _name(f"{name}_{wide}")
-    renamed = [ast.unparse(_Substitute(swap).visit(copy.deepcopy(s))) for s in ast.parse(text).body]
-    expr = renamed[-1]
-    if float_output:
-        expr = _convert(framework, expr, dtype)
-    return Call(lines + renamed[:-1], expr, call.inputs)
+    renamed = [ast.unparse(_Substitute(swap).visit(s)) for s in tree.body]
+    return Call(lines + renamed[:-1], renamed[-1], list(call.inputs))
 
 
 def _convert(framework: str, expr: str, dtype: str, array: bool = False) -> str:
@@ -226,6 +241,12 @@ def _module_tree(path: str) -> ast.Module:
 
 
 @functools.cache
+def _module_lambdas(path: str) -> tuple[ast.Lambda, ...]:
+    """Every ``lambda`` expression in the module at ``path`` (walked once per module)."""
+    return tuple(node for node in ast.walk(_module_tree(path)) if isinstance(node, ast.Lambda))
+
+
+@functools.cache
 def _lambda_of(fn: Callable[..., Any]) -> ast.Lambda | None:
     """The ``lambda`` expression that defined ``fn`` (found in its module's source), or None
     when ``fn`` is not a lambda (a call given by name)."""
@@ -234,10 +255,11 @@ def _lambda_of(fn: Callable[..., Any]) -> ast.Lambda | None:
     code = fn.__code__
     params = list(code.co_varnames[: code.co_argcount])
     lambdas = [
-        node
-        for node in ast.walk(_module_tree(code.co_filename))
-        if isinstance(node, ast.Lambda) and [a.arg for a in node.args.args] == params
+        node for node in _module_lambdas(code.co_filename) if [a.arg for a in node.args.args] == params
     ]
+    own_line = [node for node in lambdas if node.lineno == code.co_firstlineno and _compiles_to(node, code)]
+    if len(own_line) == 1:  # what the search below picks then too (it compiles every lambda: slower)
+        return own_line[0]
     found = [node for node in lambdas if _compiles_to(node, code)]
     if len(found) > 1:  # the same call written twice: the one on the function's own line
         found = [node for node in found if node.lineno == code.co_firstlineno]

@@ -16,7 +16,11 @@ How a run is made:
   :class:`~explorer.outcome.Phase`: tracing (``op_build``: the Python functions of
   ``jax.numpy`` check their arguments there), lowering to StableHLO (``xla_compile``: where a
   primitive's lowering picks its kernel, e.g. LAPACK's for ``cholesky``, and finds none for the
-  dtype), compiling, running (``kernel_run``).
+  dtype), compiling, running (``kernel_run``).  ``execute=False`` stops after lowering when
+  tracing and lowering pass (no result; the lowered call's dtype), and compiles and runs when
+  either fails.  The availability probes do not use it: ``benchmarks/bench_catalog_sweep.py
+  --prove-flags jax`` compares both ways over the whole catalog, and some cells lower but do not
+  compile (``chlo.erfc`` in float8), or compile and run silently wrong.
 
 JAX declares no dtypes per op (it has no kernel registry and no OpInfo-like table), so there is
 no *declared* side for JAX: only what the probe finds.
@@ -226,6 +230,17 @@ class JaxBackend(Backend):
         return jax_dtype(fmt) is not None
 
     def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
+        return self._attempt(op, inputs, fmt, device, mode, execute=True)
+
+    def _probe(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
+        return self._attempt(op, inputs, fmt, device, mode, execute=False)
+
+    def _attempt(
+        self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str, execute: bool
+    ) -> Outcome:
+        """Run the call; for an ``xla`` probe that need not ``execute``, trace and lower it to
+        StableHLO and stop there when both pass (the result is None; the result dtype is the
+        lowered call's); when either fails, the call is compiled and run, as a run is."""
         call = jax_call(op)
         if call is None:
             return Outcome(Status.ERROR, error=f"JAX has no implementation of {op.name}")
@@ -239,6 +254,12 @@ class JaxBackend(Backend):
                 text = f"{type(exc).__name__}: {exc}"
                 detail = f"JAX has the dtype, but XLA cannot hold an array of it on the {device}"
                 return Outcome(Status.UNSUPPORTED_DTYPE, error=text, detail=detail, phase=Phase.OP_BUILD)
+            if mode == "xla" and not execute:
+                lowered = _lowered_dtype(fn, arrays)
+                if lowered is not None:
+                    outcome = _returned(op, fmt, device, device, lowered, None)
+                    outcome.detail = "; ".join(d for d in (outcome.detail, LOWERED) if d)
+                    return outcome
             try:
                 out = jax.block_until_ready(fn(*arrays))
                 result = np.asarray(out)
@@ -246,7 +267,21 @@ class JaxBackend(Backend):
                 if mode == "xla":
                     return _staged(jax, fn, arrays, exc)
                 return _failed(exc, *eager_phase(jax, exc))
-        return _ran(op, fmt, device, out, result)
+        return _returned(op, fmt, device, _device_type(out), result.dtype, result)
+
+
+#: the detail an ``xla`` probe's record carries when it was lowered to StableHLO and not compiled
+LOWERED = "lowered to StableHLO only (not compiled or run)"
+
+
+def _lowered_dtype(jitted: Any, arrays: list[Any]) -> np.dtype | None:
+    """The dtype ``jitted`` returns for ``arrays``, once traced and lowered to StableHLO; None
+    when either step raised or the call returns no single array (the caller then compiles and
+    runs, for the error's own text)."""
+    try:
+        return np.dtype(jitted.trace(*arrays).lower().out_info.dtype)
+    except Exception:
+        return None
 
 
 @cache
@@ -297,15 +332,19 @@ def _device_type(out: Any) -> str:
     return "CPU" if platforms == {"cpu"} else "GPU"
 
 
-def _ran(op: Op, fmt: Format, device: str, out: Any, result: np.ndarray) -> Outcome:
-    """``ok``, or ``fallback`` when the result came back in another dtype or on another device."""
+def _returned(
+    op: Op, fmt: Format, device: str, ran_on: str, dtype: np.dtype, result: np.ndarray | None
+) -> Outcome:
+    """``ok``, or ``fallback`` when the result came (or, lowered, would come) back in another dtype
+    or on another device; ``result_dtype`` in the extras."""
     details = []
     status = Status.OK
-    ran_on = _device_type(out)
     if ran_on != device:
         status = Status.FALLBACK
         details.append(f"asked for {device}, ran on {ran_on}")
-    if op.float_output and result.dtype != fmt.storage_dtype:
+    if op.float_output and dtype != fmt.storage_dtype:
         status = Status.FALLBACK
-        details.append(f"result came back in {result.dtype}, not {fmt.name}")
-    return Outcome(status, result, ran_on, detail="; ".join(details), phase=Phase.OK)
+        details.append(f"result came back in {dtype}, not {fmt.name}")
+    return Outcome(
+        status, result, ran_on, detail="; ".join(details), phase=Phase.OK, extra={"result_dtype": str(dtype)}
+    )

@@ -13,10 +13,9 @@ How a run is made, so that the kernel asked about is the one that runs:
   XLA's can replace the op by its value before XLA lowers it.  The steps are taken one at a
   time, and the one that raises is the run's :class:`~explorer.outcome.Phase`: tracing the
   graph (``op_build``), lowering it to XLA's HLO (``xla_compile``), compiling and running
-  it.  An availability probe (``execute=False``) stops after the lowering, before any code
-  is generated: whether XLA lowers every op in the dtype is decided there
-  (``python benchmarks/bench_catalog_sweep.py --prove-lowering`` compares both ways over
-  the whole catalog).
+  it.  ``execute=False`` stops after the lowering, before any code is generated; availability
+  probes compile and run (``python benchmarks/bench_catalog_sweep.py --prove-lowering``
+  compares both ways over the whole catalog: svd in float16 lowers, but returns NaN when run).
 """
 
 from __future__ import annotations
