@@ -135,7 +135,7 @@ def _wait_for_pool(log: Path, kernels: int) -> None:
     notebook (or POOL_WAIT_S passed): before the first load, the whole pool; before each later
     one, the refill for the kernel the previous load took too.  So each load measures a warm
     pool, not a kernel still starting."""
-    from explorer.server.voila_main import POOL_READY
+    from explorer.server.kernels import POOL_READY
 
     deadline = time.monotonic() + POOL_WAIT_S
     while time.monotonic() < deadline:
