@@ -184,3 +184,39 @@ def test_pytorch_and_jax_code_names_only_its_framework_and_inputs(framework: str
             if missing or "explorer" in code:
                 bad[(name, compute)] = sorted(missing)
     assert not bad, bad
+
+
+def test_a_workaround_that_returns_nan_is_not_offered_where_the_exact_result_is_finite() -> None:
+    from explorer.analysis.workarounds import first_working
+
+    nan_code = "import numpy as np\nresult = np.array([np.nan, 1.0], dtype=np.float16)\n"
+    good_code = "import numpy as np\nresult = np.array([0.5, 1.0], dtype=np.float16)\n"
+    options = [("gives NaN", nan_code), ("gives numbers", good_code)]
+    how, code, _ = first_working(options, "float16", finite=True)
+    assert (how, code) == ("gives numbers", good_code)
+    how, _, _ = first_working(options, "float16", finite=False)  # NaN may be the true answer
+    assert how == "gives NaN"
+    how, code, why = first_working(options[:1], "float16", finite=True)
+    assert (how, code) == ("", "") and "NaN or infinity" in why
+
+
+@pytest.mark.slow
+def test_svd_float16_is_not_sent_to_xla_where_xla_returns_nan() -> None:
+    """TensorFlow 2.21's svd in float16 has no CPU kernel; the registry has an XLA_CPU_JIT one, but
+    compiled with XLA it returns NaN.  The workaround offered is run here and its singular
+    values compared with NumPy's in float64 on the same literal inputs."""
+    import re
+
+    from explorer.analysis.probe import Probe, probe_record
+    from explorer.analysis.workarounds import execute_workaround
+
+    record = probe_record(
+        Probe("tensorflow", "svd", "float16", "CPU", "eager"), present=["CPU"], kernel_places=[("CPU", "xla")]
+    )
+    assert record["status"] == "no_kernel" and record["workaround"]
+    got = np.asarray(execute_workaround(record["workaround"]), dtype=np.float64)
+    literal = re.search(r"tf\.constant\((\[\[.*?\]\])", record["workaround"], re.S)
+    assert literal is not None, record["workaround"]
+    matrix = np.asarray(ast.literal_eval(literal.group(1)), dtype=np.float16).astype(np.float64)
+    expected = np.linalg.svd(matrix, compute_uv=False)
+    assert np.all(np.isfinite(got)) and np.allclose(got, expected, rtol=0.02, atol=0.02), (got, expected)

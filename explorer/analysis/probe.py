@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from explorer.outcome import Phase, Status
 
 if TYPE_CHECKING:
@@ -179,10 +181,23 @@ def probe_record(
         if probe.backend == "tensorflow" and not _tf_can_cast(probe.dtype, present[0] if present else "CPU"):
             options = [o for o in options if "then cast to" not in o[0]]
             skipped = f"TensorFlow cannot cast float32 to {probe.dtype} here, so computing wide cannot help"
-        how, code, failures = first_working(options, probe.dtype if get_op(probe.op).float_output else None)
+        the_op = get_op(probe.op)
+        how, code, failures = first_working(
+            options, probe.dtype if the_op.float_output else None, finite=_reference_finite(the_op, seed)
+        )
         failures = "; ".join(f for f in (failures, skipped) if f)
         record.update(workaround=code, workaround_how=how, workaround_failures=failures)
     return with_phase(record, outcome.phase.value)
+
+
+def _reference_finite(op: Any, seed: int) -> bool:
+    """Whether the op's float64 reference is finite on its probe inputs."""
+    with np.errstate(all="ignore"):
+        try:
+            values = np.asarray(op.reference(*op.inputs(seed)), dtype=np.float64)
+        except (TypeError, ValueError, ArithmeticError):
+            return False
+    return bool(np.all(np.isfinite(values)))
 
 
 _CASTS: dict[tuple[str, str], bool] = {}

@@ -626,36 +626,54 @@ def result_dtype(result: Any) -> str:
     return str(np.asarray(result).dtype.name)
 
 
-#: what running each code string gave in this process: its result dtype, or its error line
-_TRIED: dict[str, tuple[str, str]] = {}
+#: what running each code string gave in this process: its result dtype and whether every value
+#: of it is finite, or its error line
+_TRIED: dict[str, tuple[str, bool, str]] = {}
 
 
-def _try(code: str) -> tuple[str, str]:
-    """``(result dtype, "")`` or ``("", error line)`` for ``code`` (each code runs once per process)."""
+def _all_finite(result: Any) -> bool:
+    """Whether every value of a result is finite (True for a result that is not numeric)."""
+    try:
+        values = np.asarray(getattr(result, "numpy", lambda: result)(), dtype=np.float64)
+    except (TypeError, ValueError):
+        return True
+    return bool(np.all(np.isfinite(values)))
+
+
+def _try(code: str) -> tuple[str, bool, str]:
+    """``(result dtype, all finite, "")`` or ``("", False, error line)`` for ``code`` (each code
+    runs once per process)."""
     if code not in _TRIED:
         try:
-            _TRIED[code] = (result_dtype(execute_workaround(code)), "")
+            result = execute_workaround(code)
+            _TRIED[code] = (result_dtype(result), _all_finite(result), "")
         except Exception as exc:
             first = str(exc).splitlines()[0] if str(exc) else ""
-            _TRIED[code] = ("", f"{type(exc).__name__}: {first}")
+            _TRIED[code] = ("", False, f"{type(exc).__name__}: {first}")
     return _TRIED[code]
 
 
-def first_working(options: list[tuple[str, str]], dtype: str | None) -> tuple[str, str, str]:
+def first_working(
+    options: list[tuple[str, str]], dtype: str | None, finite: bool = False
+) -> tuple[str, str, str]:
     """The first ``(description, code)`` whose result comes back in ``dtype`` (each one is run;
-    ``dtype=None``: in any dtype, for ops whose output is not in their input dtype).
+    ``dtype=None``: in any dtype, for ops whose output is not in their input dtype) and, with
+    ``finite`` (the op's float64 reference is finite on its inputs), with no NaN or infinity
+    in it: a workaround that returns NaN is no workaround.
 
     Returns ``(description, code, "")``, or ``("", "", why_none_worked)``.
     """
     failures = []
     for description, code in options:
-        got, error = _try(code)
+        got, all_finite, error = _try(code)
         if error:
             failures.append(f"{description}: {error}")
-        elif dtype is None or got == dtype:
-            return description, code, ""
-        else:
+        elif dtype is not None and got != dtype:
             failures.append(f"{description}: came back in {got}")
+        elif finite and not all_finite:
+            failures.append(f"{description}: came back with NaN or infinity where the exact result is finite")
+        else:
+            return description, code, ""
     return "", "", "; ".join(failures)
 
 
