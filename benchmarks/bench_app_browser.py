@@ -5,8 +5,10 @@
     python benchmarks/run.py app_browser
 
 - first paint: ``--loads`` page loads, each in a new browser context (cold cache, its own
-  kernel); in the page, from navigation start (``performance.now()``), the time until ``.px-app``
-  is visible and until the Kernels view has content (a figure or a details table with an area).
+  kernel); in the page, from navigation start (``performance.now()``), the time until the app's
+  static preview shows its table (:meth:`explorer.App.preview_html`, written into the page by
+  the server), until ``.px-app`` is visible and until the Kernels view has content (a figure or
+  a details table with an area).
 - interactions, on one page, ``--repeats`` times each: the time from the first input event the
   page sees (pointerdown / keydown / input / change, stamped in the page by a capturing listener)
   to the first DOM mutation after which the view shows the new selection (stamped by a
@@ -146,9 +148,12 @@ def _wait_for_pool(log: Path, kernels: int) -> None:
 
 
 def first_paint(browser: Any, url: str, loads: int, log: Path, preheat: int = 0) -> dict[str, Any]:
-    """Milliseconds from navigation start to the app visible and to the Kernels view, per load
-    (with a pool of ``preheat`` kernels: each load once the pool is warm again)."""
+    """Milliseconds from navigation start to the static preview's table, to the app visible and
+    to the Kernels view, per load (with a pool of ``preheat`` kernels: each load once the pool is
+    warm again).  A load whose page showed no preview before the app counts in ``no_preview``."""
+    preview: list[float] = []
     app, view = [], []
+    no_preview = 0
     for load in range(loads):
         if preheat:
             _wait_for_pool(log, preheat + load)
@@ -158,12 +163,19 @@ def first_paint(browser: Any, url: str, loads: int, log: Path, preheat: int = 0)
             page.add_init_script(bs.PAINT_INIT_SCRIPT)
             page.goto(url, wait_until="commit", timeout=LOAD_MS)
             got = bs.paint_times(page, LOAD_MS)
+            if got["preview_ms"] is None:
+                no_preview += 1
+            else:
+                preview.append(got["preview_ms"])
             app.append(got["app_visible_ms"])
             view.append(got["kernels_view_ms"])
         finally:
             page.close(run_before_unload=True)
             context.close()
-    return {"app_visible": _summary(app), "kernels_view": _summary(view)}
+    shown = _summary(preview) if preview else {}
+    if no_preview:
+        shown["note"] = f"{no_preview} of {loads} loads showed no preview"
+    return {"preview_table": shown, "app_visible": _summary(app), "kernels_view": _summary(view)}
 
 
 def _select_op(page: Any, op: str) -> None:

@@ -494,17 +494,24 @@ APP_VISIBLE = """() => {
     return r.width > 0 && r.height > 0;
 }"""
 
-#: stamps window.__pxPaint.app and .view (ms since navigation start) on the first mutation
-#: after which each holds; runs before the page's own scripts (page.add_init_script)
+#: the app's static preview (explorer.App.preview_html) shows its table
+PREVIEW_VISIBLE = """() => [...document.querySelectorAll('.px-preview table')].some(el => {
+    const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; })"""
+
+#: stamps window.__pxPaint.preview, .app and .view (ms since navigation start) on the first
+#: mutation after which each holds; runs before the page's own scripts (page.add_init_script)
 PAINT_INIT_SCRIPT = (
-    "(() => { const app = "
+    "(() => { const preview = "
+    + PREVIEW_VISIBLE
+    + "; const app = "
     + APP_VISIBLE
     + "; const view = "
     + KERNELS_VIEW_READY
     + """;
-    const p = {app: null, view: null};
+    const p = {preview: null, app: null, view: null};
     window.__pxPaint = p;
     const check = () => {
+        if (p.preview === null && p.app === null && preview()) p.preview = performance.now();
         if (p.app === null && app()) p.app = performance.now();
         if (p.view === null && view()) p.view = performance.now();
         if (p.app !== null && p.view !== null) observer.disconnect();
@@ -519,8 +526,9 @@ PAINT_INIT_SCRIPT = (
 
 def paint_times(page: Any, timeout_ms: float = 120_000) -> dict[str, float]:
     """After ``page.goto(..., wait_until="commit")`` on a page with :data:`PAINT_INIT_SCRIPT`:
-    milliseconds from navigation start until the app is visible and until the Kernels view has
-    content."""
+    milliseconds from navigation start until the app's static preview shows its table (None
+    when it never showed before the app), until the app is visible and until the Kernels view
+    has content."""
     page.wait_for_function(
         "() => { window.__pxPaintCheck && window.__pxPaintCheck(); const p = window.__pxPaint;"
         " return p && p.app !== null && p.view !== null; }",
@@ -528,7 +536,12 @@ def paint_times(page: Any, timeout_ms: float = 120_000) -> dict[str, float]:
         polling=50,
     )
     got = page.evaluate("() => window.__pxPaint")
-    return {"app_visible_ms": float(got["app"]), "kernels_view_ms": float(got["view"])}
+    preview = got["preview"]
+    return {
+        "preview_ms": None if preview is None else float(preview),
+        "app_visible_ms": float(got["app"]),
+        "kernels_view_ms": float(got["view"]),
+    }
 
 
 def as_json(value: Any) -> str:

@@ -222,6 +222,7 @@ def kernel_children(pid: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def voila_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    from explorer.analysis.training.queue import DIR_ENV as TRAINING_QUEUE_DIR
     from explorer.cli.app import voila_command, voila_env, write_offline_template
 
     tmp = tmp_path_factory.mktemp("voila")
@@ -231,7 +232,8 @@ def voila_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             cmd,
-            env=voila_env(write_offline_template(tmp / "share")),
+            # a queue of its own: training runs elsewhere on the machine take none of its slots
+            env={**voila_env(write_offline_template(tmp / "share")), TRAINING_QUEUE_DIR: str(tmp / "queue")},
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=ROOT,

@@ -28,6 +28,7 @@ where they fail.
 from __future__ import annotations
 
 import gzip
+import importlib.metadata
 import json
 import re
 import subprocess
@@ -617,12 +618,17 @@ def test_story_training_with_cancel(app: Any) -> None:
                 out[policy] = max(done)
         return out
 
+    shown = [""]
+
     def every_policy_progresses() -> dict[str, int] | None:
-        seen = steps_of(bs.visible_text(page, ".px-tab-training", exclude="table, select"))
+        shown[0] = bs.visible_text(page, ".px-tab-training", exclude="table, select")
+        seen = steps_of(shown[0])
         return seen if set(seen) == set(policies) else None
 
     try:
         bs.poll(page, every_policy_progresses, 300, f"progress (step n/N, 0 < n < N) of each of {policies}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\nthe Training tab shows:\n{shown[0][-3000:]}") from None
     finally:
         bs.shoot_story(page, "training-progress")
     page.locator(".px-tab-training button", has_text="Cancel").first.click()
@@ -639,6 +645,51 @@ def test_story_training_with_cancel(app: Any) -> None:
     assert curves.count() > 0 and curves.first.is_visible(), (
         "after Cancel the curves of the steps that ran are gone"
     )
+
+
+def test_the_first_view_is_in_the_page_itself_and_gives_way_to_the_app(
+    browser: Any,  # noqa: F811
+    voila_server: tuple[str, subprocess.Popen[bytes]],  # noqa: F811
+) -> None:
+    """Issue 11, item 12: the server writes the Kernels tab's first view into the page, so it
+    shows with JavaScript off, and each of its registry rows says what a separate reading of the
+    shipped registry of the installed TensorFlow release says; with JavaScript on, it is hidden
+    once the app is drawn."""
+    url, _ = voila_server
+    release = importlib.metadata.version("tensorflow")
+    context = browser.new_context(java_script_enabled=False, viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        page.goto(url, timeout=LOAD_MS)
+        rows = [
+            {bs.norm(k): c.text for k, c in r.items()}
+            for table in bs.read_tables(page, ".px-preview")
+            if table.column("status")
+            for r in table.records()
+        ]
+        shown = {
+            (r["dtype"], r["device"]): r["status"]
+            for r in rows
+            if (r["backend"], r["rawop"], r["mode"]) == ("tensorflow", "Range", "registry")
+        }
+        expected = {(d, dev): dict(shipped_history("Range", "Tidx", d, dev))[release] for d, dev in shown}
+        assert {("float16", "CPU"), ("bfloat16", "CPU")} <= set(shown), f"rows shown: {rows}"
+        assert shown == expected, f"TensorFlow {release}: shown {shown}, shipped registry {expected}"
+        bs.shoot_story(page, "first-view-without-javascript")
+    finally:
+        context.close()
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        page.goto(url, timeout=LOAD_MS)
+        page.wait_for_selector(".px-app", timeout=LOAD_MS)
+        bs.poll(
+            page,
+            lambda: not page.locator(".px-preview").first.is_visible(),
+            UPDATE_S,
+            "the first view hidden once the app is drawn",
+        )
+    finally:
+        page.close(run_before_unload=True)
 
 
 def test_story_explain_the_original_error(app: Any) -> None:

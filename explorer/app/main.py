@@ -24,6 +24,16 @@ from explorer.app.render import message_html
 from explorer.app.state import AppState
 from explorer.app.tab import Tab
 
+#: metadata key of the display that carries the app's preview (:meth:`App.preview_html`)
+PREVIEW_METADATA = "precision-explorer/preview"
+#: the preview's own rules: hidden once the app is drawn; tables as the app draws them
+PREVIEW_CSS = (
+    "body:has(.px-app) .px-preview{display:none}"
+    ".px-preview{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;margin:4px}"
+    ".px-preview table{border-collapse:collapse}"
+    ".px-preview th,.px-preview td{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+)
+
 
 def _tab_classes() -> list[type[Tab]]:
     from explorer.app.accuracy_tab import AccuracyTab
@@ -143,7 +153,7 @@ class App:
         )
         self.tab_widget.add_class("px-tabs")
         self.banner = widgets.HTML(value="").add_class("px-banner")
-        title = widgets.HTML(
+        self._title = title = widgets.HTML(
             "<b style='font-size:120%'>Precision Explorer</b> "
             "<span style='color:#555'>— which ops run in which dtype on which device, "
             "where formats overflow, how accurate backends are, whether mixed precision "
@@ -170,6 +180,31 @@ class App:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
+
+    def _ipython_display_(self) -> None:
+        """Display the preview (:meth:`preview_html`, marked with :data:`PREVIEW_METADATA`), then the app."""
+        from IPython.display import HTML, display
+
+        display(HTML(self.preview_html()), metadata={PREVIEW_METADATA: True})
+        display(self.widget)
+
+    def preview_html(self) -> str:
+        """The shown tab's first view as static HTML: its HTML parts in order (for the Kernels
+        tab: intro, message, history across releases, the registry table), under a line saying
+        that the controls are loading.
+
+        The Voila template of ``precision-explorer app`` writes it into the page itself, so it shows
+        before the widget scripts have loaded; once the app is drawn its CSS hides the preview.
+        """
+        tab = self.selected_tab
+        return (
+            f"<div class='px-preview' role='status'><style>{PREVIEW_CSS}</style>"
+            f"{self._title.value}"
+            + message_html("The controls are loading: this is the app's first view, as static HTML.", "info")
+            + f"<h3 class='px-preview-tab'>{tab.title}</h3>"
+            + "".join(part.value for part in tab.widget.children if isinstance(part, widgets.HTML))
+            + "</div>"
+        )
 
     def __repr__(self) -> str:
         return f"<explorer.App {self.state!r}>"

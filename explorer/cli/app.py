@@ -10,7 +10,8 @@ Workshop mode:
 - only requests for 127.0.0.1, localhost, [::1] (and ``--allow-host`` names) are
   answered: others get 403, which stops DNS-rebinding pages from reaching the server;
 - the page is served from a template without the CDN icon font, so a room without
-  internet sees the app intact;
+  internet sees the app intact, and with the app's first view written into the page as
+  static HTML (:meth:`explorer.App.preview_html`), shown until Voila's scripts draw the app;
 - at most ``--training-slots`` training runs (worker processes) train at once on the
   machine, whichever visitor started them; the others wait in a first-come-first-served
   queue (:mod:`explorer.analysis.training.queue`).  The setting reaches every kernel as
@@ -45,7 +46,6 @@ JSON_RESULT = (
 )
 EXIT_OTHER = "Voila's own exit status once it stops"
 
-#: The template Voila serves: Voila's lab template minus its CDN icon-font links.
 #: seconds of inactivity after which a visitor's kernel is culled, even with the tab open
 DEFAULT_CULL_IDLE_TIMEOUT = 900
 TEMPLATE_NAME = "px-offline"
@@ -57,6 +57,8 @@ PAGE_EXTENSIONS = (
     "bqplot",
     "bqscales",
 )
+#: The template Voila serves: Voila's lab template minus its CDN icon-font links, with the app's
+#: preview written into the page.
 _TEMPLATE = """{%- extends 'voila/templates/lab/index.html.j2' -%}
 {#- Voila's lab template loads Font Awesome from a CDN; skip that block level
     (super.super() is nbconvert's lab CSS) so nothing is fetched from the internet. -#}
@@ -67,9 +69,23 @@ _TEMPLATE = """{%- extends 'voila/templates/lab/index.html.j2' -%}
   {{ spinner.css() }}
   <style>
     .jp-mod-noOutputs.jp-mod-noInput { display: none; }
+    /* Voila shows the cells once its scripts have loaded; the app's preview shows at once */
+    #rendered_cells:has(.px-preview) { display: block !important; }
+    body:has(.px-preview) #loading { display: none !important; }
   </style>
   {{ super.super() }}
 {%- endblock notebook_css -%}
+{#- The app's preview (explorer.App.preview_html, display metadata PREVIEW_METADATA) goes into
+    the page as HTML, so it shows before Voila's scripts have loaded; every other output is
+    left to them. -#}
+{%- block data_priority scoped -%}
+{%- set data = output.get("data", {}) if output else {} -%}
+{%- if output and output.get("metadata", {}).get("PREVIEW_METADATA") and "text/html" in data -%}
+  {{ data["text/html"] }}
+{%- else -%}
+  {{ super() }}
+{%- endif -%}
+{%- endblock data_priority -%}
 """
 
 
@@ -94,7 +110,9 @@ def write_offline_template(root: Path | None = None) -> Path:
     folder = base / "voila" / "templates" / TEMPLATE_NAME
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "conf.json").write_text(json.dumps({"base_template": "lab"}))
-    (folder / "index.html.j2").write_text(_TEMPLATE)
+    from explorer.app.main import PREVIEW_METADATA
+
+    (folder / "index.html.j2").write_text(_TEMPLATE.replace("PREVIEW_METADATA", PREVIEW_METADATA))
     return base
 
 
