@@ -424,7 +424,7 @@ def test_story_original_question_range_float16_cpu(app: Any) -> None:
 
     # the history strip of the selected cell: each release's status, as the legend on screen reads
     history = shipped_history("Range", "Tidx", "float16", "CPU")
-    strip = page.locator(".px-history", has_text="Range · float16 · CPU").first
+    strip = page.locator(".px-tab-kernels .px-history", has_text="Range · float16 · CPU").first
     strip.wait_for(timeout=LOAD_MS)
     legend = page.eval_on_selector(
         ".px-history-key",

@@ -198,7 +198,7 @@ class App:
         """
         tab = self.selected_tab
         return (
-            f"<div class='px-preview' role='status'><style>{PREVIEW_CSS}</style>"
+            f"<div class='px-preview'><style>{PREVIEW_CSS}</style>"
             f"{self._title.value}"
             + message_html("The controls are loading: this is the app's first view, as static HTML.", "info")
             + f"<h3 class='px-preview-tab'>{tab.title}</h3>"
