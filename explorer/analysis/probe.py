@@ -183,15 +183,20 @@ def probe_record(
             skipped = f"TensorFlow cannot cast float32 to {probe.dtype} here, so computing wide cannot help"
         the_op = get_op(probe.op)
         how, code, failures = first_working(
-            options, probe.dtype if the_op.float_output else None, finite=_reference_finite(the_op, seed)
+            options, probe.dtype if the_op.float_output else None, finite=_reference_finite(probe.op, seed)
         )
         failures = "; ".join(f for f in (failures, skipped) if f)
         record.update(workaround=code, workaround_how=how, workaround_failures=failures)
     return with_phase(record, outcome.phase.value)
 
 
-def _reference_finite(op: Any, seed: int) -> bool:
-    """Whether the op's float64 reference is finite on its probe inputs."""
+@functools.cache
+def _reference_finite(op_name: str, seed: int) -> bool:
+    """Whether the op's float64 reference is finite on its probe inputs (once per op and seed:
+    neither depends on the probe's dtype or device)."""
+    from explorer.ops import get_op
+
+    op = get_op(op_name)
     with np.errstate(all="ignore"):
         try:
             values = np.asarray(op.reference(*op.inputs(seed)), dtype=np.float64)

@@ -20,19 +20,10 @@ import ipywidgets as widgets
 from explorer.app.context import AppContext
 from explorer.app.controls import Controls
 from explorer.app.loader import BackgroundLoader
+from explorer.app.preview import PREVIEW_CSS, PREVIEW_METADATA
 from explorer.app.render import message_html
 from explorer.app.state import AppState
 from explorer.app.tab import Tab
-
-#: metadata key of the display that carries the app's preview (:meth:`App.preview_html`)
-PREVIEW_METADATA = "precision-explorer/preview"
-#: the preview's own rules: hidden once the app is drawn; tables as the app draws them
-PREVIEW_CSS = (
-    "body:has(.px-app) .px-preview{display:none}"
-    ".px-preview{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;margin:4px}"
-    ".px-preview table{border-collapse:collapse}"
-    ".px-preview th,.px-preview td{border:1px solid #ccc;padding:2px 6px;text-align:left}"
-)
 
 
 def _tab_classes() -> list[type[Tab]]:

@@ -110,7 +110,7 @@ def write_offline_template(root: Path | None = None) -> Path:
     folder = base / "voila" / "templates" / TEMPLATE_NAME
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "conf.json").write_text(json.dumps({"base_template": "lab"}))
-    from explorer.app.main import PREVIEW_METADATA
+    from explorer.app.preview import PREVIEW_METADATA
 
     (folder / "index.html.j2").write_text(_TEMPLATE.replace("PREVIEW_METADATA", PREVIEW_METADATA))
     return base
