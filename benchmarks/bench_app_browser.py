@@ -112,19 +112,23 @@ def _summary(ms: list[float]) -> dict[str, Any]:
 def _server(tmp: Path, preheat: int = 0) -> tuple[str, subprocess.Popen[bytes], Path]:
     from test_browser import free_port, wait_for_http
 
-    from explorer.cli.app import voila_command, voila_env, write_offline_template
+    from explorer.cli.app import start_first_view, voila_command, voila_env, write_offline_template
 
     port = free_port()
     log = tmp / "voila.log"
+    template_root = write_offline_template(tmp / "share")
+    writer = start_first_view(template_root)  # as precision-explorer app does for its notebook
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             voila_command(ROOT / "notebooks" / "explorer.ipynb", port, preheat=preheat),
-            env=voila_env(write_offline_template(tmp / "share")),
+            env=voila_env(template_root),
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
         )
     wait_for_http(f"tcp://127.0.0.1:{port}", proc, log)
+    if writer.wait() != 0:
+        print("warning: the server's first view was not written", file=sys.stderr)
     return f"http://127.0.0.1:{port}/", proc, log
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -819,6 +820,80 @@ def test_voila_launcher_is_workshop_mode_and_offline(tmp_path: Path) -> None:
     assert json.loads((root / "voila" / "templates" / "px-offline" / "conf.json").read_text()) == {
         "base_template": "lab"
     }
+
+
+def test_the_first_view_file_renders_verbatim_through_jinja(tmp_path: Path) -> None:
+    """The server's first view goes into the page as written: Jinja syntax in it is text, not
+    template code; what would end its raw block, or an oversized view, is refused."""
+    import jinja2
+
+    from explorer.app.preview import MAX_FIRST_VIEW_BYTES, first_view_template
+
+    html = "<style>a{b:c}</style><p>{{ 7 * 7 }} {% for x in y %}{# c #}</p>"
+    env = jinja2.Environment(loader=jinja2.DictLoader({"view.html": first_view_template(html)}))
+    page = env.from_string(
+        "<body>{% include 'view.html' ignore missing %}{% include 'no.html' ignore missing %}"
+    )
+    assert page.render() == f"<body><div class='px-first-view'>{html}</div>"
+    for hostile in ("{% endraw %}{{ cycler.__init__ }}", "{%- endraw -%}", "{%+endraw%}"):
+        with pytest.raises(ValueError, match="endraw"):
+            first_view_template(hostile)
+    with pytest.raises(ValueError, match="bytes"):
+        first_view_template("x" * (MAX_FIRST_VIEW_BYTES + 1))
+
+
+def test_the_first_view_file_is_the_default_apps_preview(tmp_path: Path) -> None:
+    """``python -m explorer.app.preview FILE`` writes the default app's preview (its tables as
+    ``App().preview_html()`` has them in this process) and leaves no temporary file; TensorFlow is
+    not imported for it."""
+    from explorer.app import App
+
+    target = tmp_path / "px-first-view.html"
+    code = (
+        "import sys; from explorer.app.preview import main; rc = main([sys.argv[1]]); "
+        "assert 'tensorflow' not in sys.modules; sys.exit(rc)"
+    )
+    subprocess.run([sys.executable, "-c", code, str(target)], check=True, timeout=120)
+    written = target.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["px-first-view.html"]
+    ours = App(load_tensorflow=False).preview_html()
+
+    def without_ids(text: str) -> str:  # pandas' Styler gives each table a random id
+        return re.sub(r"T_[0-9a-f]{5}", "T_id", text)
+
+    assert without_ids(written) == without_ids(
+        "{% raw %}<div class='px-first-view'>" + ours + "</div>{% endraw %}"
+    )
+
+
+def test_app_launcher_writes_the_first_view_only_for_the_shipped_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``precision-explorer app`` starts the first-view writer beside Voila for its own notebook
+    (whose app is the default one), not for one the user names, nor with the CDN template; a
+    writer still running when Voila stops is stopped."""
+    import explorer.cli.app as app_cli
+    import explorer.server.process_tree as process_tree
+    from explorer.cli import build_parser
+
+    started: list[Path] = []
+    writers: list[subprocess.Popen[bytes]] = []
+
+    def fake_writer(root: Path) -> subprocess.Popen[bytes]:
+        started.append(root)
+        writers.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+        return writers[-1]
+
+    monkeypatch.setattr(app_cli, "start_first_view", fake_writer)
+    monkeypatch.setattr(process_tree, "supervise", lambda cmd, env: 0)
+    own = tmp_path / "mine.ipynb"
+    own.write_text("{}")
+    for extra, expected in (([], 1), (["--notebook", str(own)], 0), (["--cdn-template"], 0)):
+        started.clear()
+        args = build_parser().parse_args(["app", "--no-browser", *extra])
+        assert app_cli.run(args) == 0
+        assert len(started) == expected, extra
+    assert len(writers) == 1 and writers[0].poll() is not None, "the writer was left running"
 
 
 def test_lab_launcher_opens_the_explorer_notebook() -> None:

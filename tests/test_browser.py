@@ -223,17 +223,20 @@ def kernel_children(pid: int) -> list[int]:
 @pytest.fixture(scope="module")
 def voila_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     from explorer.analysis.training.queue import DIR_ENV as TRAINING_QUEUE_DIR
-    from explorer.cli.app import voila_command, voila_env, write_offline_template
+    from explorer.cli.app import start_first_view, voila_command, voila_env, write_offline_template
 
     tmp = tmp_path_factory.mktemp("voila")
     port = free_port()
     log = tmp / "voila.log"
     cmd = voila_command(ROOT / "notebooks" / "explorer.ipynb", port)
+    template_root = write_offline_template(tmp / "share")
+    # as precision-explorer app does for its notebook; written before any page is asked for
+    assert start_first_view(template_root).wait() == 0, "the server's first view was not written"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             cmd,
             # a queue of its own: training runs elsewhere on the machine take none of its slots
-            env={**voila_env(write_offline_template(tmp / "share")), TRAINING_QUEUE_DIR: str(tmp / "queue")},
+            env={**voila_env(template_root), TRAINING_QUEUE_DIR: str(tmp / "queue")},
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=ROOT,

@@ -113,6 +113,7 @@ def wait_for_app(page: Any, hub: Any, user: str) -> None:
     """Until the app shows on ``user``'s own server, at the default URL the config gives."""
     page.wait_for_selector(".px-app", timeout=APP_TIMEOUT_MS)
     assert page.url == f"{hub.url}user/{user}/{APP_PATH}", page.url
+    assert page.locator(".px-first-view").count() == 1, "the page has no server-written first view"
 
 
 def kernels_view(page: Any) -> str:

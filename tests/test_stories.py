@@ -663,7 +663,7 @@ def test_the_first_view_is_in_the_page_itself_and_gives_way_to_the_app(
         page.goto(url, timeout=LOAD_MS)
         rows = [
             {bs.norm(k): c.text for k, c in r.items()}
-            for table in bs.read_tables(page, ".px-preview")
+            for table in bs.read_tables(page, "[cell-index] .px-preview")  # the notebook's copy
             if table.column("status")
             for r in table.records()
         ]
@@ -690,6 +690,71 @@ def test_the_first_view_is_in_the_page_itself_and_gives_way_to_the_app(
         )
     finally:
         page.close(run_before_unload=True)
+
+
+def _page_until(url: str, marker: bytes) -> bytes:
+    """The HTML Voila has sent for ``url`` before ``marker`` (read as the page streams in);
+    AssertionError when the whole page came without it."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=LOAD_MS / 1000)
+    try:
+        connection.request("GET", where.path or "/")
+        response = connection.getresponse()
+        got = b""
+        while marker not in got:
+            chunk = response.read1(65536)
+            assert chunk, f"the page ended without {marker!r}"
+            got += chunk
+        return got[: got.index(marker)]
+    finally:
+        connection.close()
+
+
+def test_the_server_sends_the_first_view_before_the_kernel_starts(
+    browser: Any,  # noqa: F811
+    voila_server: tuple[str, subprocess.Popen[bytes]],  # noqa: F811
+) -> None:
+    """Issue 11, item 12, on a kernel that has not run the notebook yet: what the browser has
+    when Voila starts the visitor's kernel (the page up to the kernel's id, which Voila writes
+    once the kernel has started) already shows the first view, with the statuses a separate
+    reading of the shipped registry gives; once the notebook's own copy has come, the server's
+    copy is hidden and one first view shows."""
+    url, _ = voila_server
+    release = importlib.metadata.version("tensorflow")
+    before_kernel = _page_until(url, b'id="jupyter-config-data"')
+    assert b"px-first-view" in before_kernel, "no first view before the kernel started"
+    context = browser.new_context(java_script_enabled=False, viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        # the page as it stood when the kernel started; its styles and fonts from the server
+        page.route(url, lambda route: route.fulfill(body=before_kernel, content_type="text/html"))
+        page.goto(url, timeout=LOAD_MS)
+        rows = [
+            {bs.norm(k): c.text for k, c in r.items()}
+            for table in bs.read_tables(page, ".px-first-view")
+            if table.column("status")
+            for r in table.records()
+        ]
+        shown = {
+            (r["dtype"], r["device"]): r["status"]
+            for r in rows
+            if (r["backend"], r["rawop"], r["mode"]) == ("tensorflow", "Range", "registry")
+        }
+        expected = {(d, dev): dict(shipped_history("Range", "Tidx", d, dev))[release] for d, dev in shown}
+        assert {("float16", "CPU"), ("bfloat16", "CPU"), ("float16", "GPU")} <= set(shown), f"rows: {rows}"
+        assert shown == expected, f"TensorFlow {release}: shown {shown}, shipped registry {expected}"
+        bs.shoot_story(page, "first-view-before-the-kernel-starts")
+        page.unroute(url)
+        page.goto(url, timeout=LOAD_MS)  # the whole page: the notebook's copy has come too
+        assert page.locator(".px-first-view").count() == 1
+        assert not page.locator(".px-first-view").is_visible(), "the server's copy still shows"
+        shown_previews = [p for p in page.locator(".px-preview").all() if p.is_visible()]
+        assert len(shown_previews) == 1, f"{len(shown_previews)} first views show at once"
+    finally:
+        context.close()
 
 
 def test_story_explain_the_original_error(app: Any) -> None:

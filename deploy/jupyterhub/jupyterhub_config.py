@@ -170,14 +170,19 @@ def app_notebook() -> Path:
     return path
 
 
-def offline_template(state_dir: Path) -> tuple[Path, str]:
-    """The Voila template without CDN links (``precision-explorer app``'s), written under ``state_dir``.
+def offline_template(state_dir: Path, first_view: bool) -> tuple[Path, str]:
+    """The Voila template without CDN links (``precision-explorer app``'s), written under ``state_dir``,
+    with the default app's first view beside it when ``first_view`` (for the shipped notebook:
+    each page then shows it before the user's kernel has started).
 
     Returns the data directory to put on ``JUPYTER_PATH`` and the template's name.
     """
-    from explorer.cli.app import TEMPLATE_NAME, write_offline_template
+    from explorer.cli.app import TEMPLATE_NAME, start_first_view, write_offline_template
 
-    return write_offline_template(state_dir / "voila-share"), TEMPLATE_NAME
+    root = write_offline_template(state_dir / "voila-share")
+    if first_view and start_first_view(root).wait(timeout=120) != 0:
+        print("jupyterhub_config: the first view was not written; pages come without it", file=sys.stderr)
+    return root, TEMPLATE_NAME
 
 
 def singleuser_args(kernel_cull_timeout: int, kernel_cull_interval: int, template: str) -> list[str]:
@@ -245,7 +250,7 @@ mem_limit = env_str("PX_HUB_MEM_LIMIT", "2G")
 cpu_limit = float(env_str("PX_HUB_CPU_LIMIT", "1"))
 if not cpu_limit > 0:
     raise ValueError(f"PX_HUB_CPU_LIMIT must be positive, got {cpu_limit}")
-template_root, template_name = offline_template(STATE_DIR)
+template_root, template_name = offline_template(STATE_DIR, first_view="PX_HUB_NOTEBOOK" not in os.environ)
 c.JupyterHub.spawner_class = DataLimitedLocalSpawner
 c.SimpleLocalProcessSpawner.home_dir_template = str(USERS_DIR / "{username}")
 c.Spawner.notebook_dir = str(USERS_DIR / "{username}")

@@ -11,7 +11,10 @@ Workshop mode:
   answered: others get 403, which stops DNS-rebinding pages from reaching the server;
 - the page is served from a template without the CDN icon font, so a room without
   internet sees the app intact, and with the app's first view written into the page as
-  static HTML (:meth:`explorer.App.preview_html`), shown until Voila's scripts draw the app;
+  static HTML (:meth:`explorer.App.preview_html`), shown until Voila's scripts draw the app:
+  for the shipped notebook the server's own copy (:func:`start_first_view`, written once as the
+  server starts) comes at the top of the page, before the visitor's kernel has started; the
+  notebook's copy comes with its output;
 - at most ``--training-slots`` training runs (worker processes) train at once on the
   machine, whichever visitor started them; the others wait in a first-come-first-served
   queue (:mod:`explorer.analysis.training.queue`).  The setting reaches every kernel as
@@ -31,6 +34,7 @@ import argparse
 import json
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -49,6 +53,8 @@ EXIT_OTHER = "Voila's own exit status once it stops"
 #: seconds of inactivity after which a visitor's kernel is culled, even with the tab open
 DEFAULT_CULL_IDLE_TIMEOUT = 900
 TEMPLATE_NAME = "px-offline"
+#: the app's first view, written into the template's folder by :func:`start_first_view`
+FIRST_VIEW_FILE = "px-first-view.html"
 #: the JupyterLab extensions the app's page loads (the widget manager and bqplot's); others
 #: installed beside them (plotly's, anywidget's ...) are not loaded into Voila's page
 PAGE_EXTENSIONS = (
@@ -72,12 +78,21 @@ _TEMPLATE = """{%- extends 'voila/templates/lab/index.html.j2' -%}
     /* Voila shows the cells once its scripts have loaded; the app's preview shows at once */
     #rendered_cells:has(.px-preview) { display: block !important; }
     body:has(.px-preview) #loading { display: none !important; }
+    /* the server's copy of the first view gives way to the notebook's own once that arrives */
+    #rendered_cells:has([cell-index] .px-preview) .px-first-view { display: none; }
   </style>
   {{ super.super() }}
 {%- endblock notebook_css -%}
 {#- The app's preview (explorer.App.preview_html, display metadata PREVIEW_METADATA) goes into
     the page as HTML, so it shows before Voila's scripts have loaded; every other output is
     left to them. -#}
+{#- The first view written beside this template by the server (FIRST_VIEW_FILE, see
+    start_first_view), included before the notebook runs: it reaches the browser while the
+    kernel starts.  Until it is written, or without it, nothing is included. -#}
+{%- block body_header -%}
+{{ super() }}
+{%- include 'FIRST_VIEW_FILE' ignore missing -%}
+{%- endblock body_header -%}
 {%- block data_priority scoped -%}
 {%- set data = output.get("data", {}) if output else {} -%}
 {%- if output and output.get("metadata", {}).get("PREVIEW_METADATA") and "text/html" in data -%}
@@ -112,8 +127,27 @@ def write_offline_template(root: Path | None = None) -> Path:
     (folder / "conf.json").write_text(json.dumps({"base_template": "lab"}))
     from explorer.app.preview import PREVIEW_METADATA
 
-    (folder / "index.html.j2").write_text(_TEMPLATE.replace("PREVIEW_METADATA", PREVIEW_METADATA))
+    template = _TEMPLATE.replace("PREVIEW_METADATA", PREVIEW_METADATA)
+    template = template.replace("FIRST_VIEW_FILE", FIRST_VIEW_FILE)
+    (folder / "index.html.j2").write_text(template)
     return base
+
+
+def start_first_view(template_root: Path) -> subprocess.Popen[bytes]:
+    """Start writing the app's first view beside the offline template under ``template_root``
+    (``python -m explorer.app.preview``: the default app, built once without TensorFlow), for
+    the template to include at the top of every page, before the notebook runs.
+
+    Meant for the shipped notebook (``explorer.App()``, the default selection); it runs beside
+    Voila's own start, and a page served before it is written has none (the notebook's preview
+    comes with the notebook's output as before).
+    """
+    path = template_root / "voila" / "templates" / TEMPLATE_NAME / FIRST_VIEW_FILE
+    return subprocess.Popen(
+        [sys.executable, "-m", "explorer.app.preview", str(path)],
+        stdout=subprocess.DEVNULL,
+        env=voila_env(None),
+    )
 
 
 #: Kernels kept warm by a bare ``--preheat`` (they count towards ``--max-kernels``).
@@ -340,5 +374,12 @@ def run(args: argparse.Namespace) -> int:
         work = Path(tmp)
         template_root = None if args.cdn_template else write_offline_template(work)
         cmd = _command(args, notebook, work)
+        # the first view is the default app's: only for the shipped notebook (explorer.App())
+        writer = start_first_view(template_root) if template_root and args.notebook is None else None
         print(f"Serving {notebook} at http://127.0.0.1:{args.port}/ (Ctrl-C to stop)", flush=True)
-        return supervise(cmd, env={**voila_env(template_root), **kernel_env})
+        try:
+            return supervise(cmd, env={**voila_env(template_root), **kernel_env})
+        finally:
+            if writer is not None and writer.poll() is None:
+                writer.kill()
+                writer.wait()
