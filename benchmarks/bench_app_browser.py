@@ -23,7 +23,13 @@
   are in the figures, and the first value is reported apart.
 
 ``--preheat [N]`` starts the server as ``precision-explorer app --preheat N`` does (a pool of
-pre-executed kernels); ``--first-paint-only`` skips the interactions.
+pre-executed kernels); without it every load starts a kernel that runs the notebook then (as
+the first visitor of ``precision-explorer app`` without ``--preheat`` has it).  Either way the
+server writes the first view beside its template first, as ``precision-explorer app`` does
+(:func:`explorer.cli.app.start_first_view`).  ``--first-paint-only`` skips the interactions.
+Results kept: ``benchmarks/results/app_browser.json`` (``--loads 5 --repeats 10 --preheat
+--json``) and ``benchmarks/results/app_browser_cold.json`` (``--loads 5 --first-paint-only
+--json``).
 
 Figures are wall-clock on the machine at hand, under whatever else runs on it.
 """
