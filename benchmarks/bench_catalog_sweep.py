@@ -29,6 +29,9 @@ jax 0.10.2, all five backends (the default), 14,344 rows:
     then workarounds that return NaN or inf where the reference is finite not offered (d53e256,
     quiet machine): cold 154.4 s (297.8 CPU s), warm 3.4 s; why it took more CPU than the run
     above is not known (the new check runs the reference once per failing cell)
+    2026-12-02, a fresh machine of the same kind (quiet; it runs the browser benchmarks about
+    twice as fast as the machine above), fec4eda: cold 74.2 s (142.0 CPU s), warm 1.6 s; per
+    backend, cold, alone: jax 52.2 s wall (98.3 CPU s), tensorflow 16.1 s (29.8 CPU s)
 
 Per backend, cold (``PX_CACHE_DIR=<fresh dir> python -m explorer kernels --no-cache --backend B
 --save F``), wall (CPU) seconds, before -> after: numpy 5.1 -> 3.3 (4.0), emulated 2.9 -> 3.0
@@ -45,7 +48,9 @@ XLA (eager cells compile each primitive they dispatch); in-process, under cProfi
 54% of a JAX probe, lowering to StableHLO 26%, tracing 6%.  Lowering alone does not answer as
 compiling does, for JAX nor for TensorFlow (below), so every XLA probe compiles and runs.
 15 s cold for all five backends is out of reach on 2 cores without caching across runs: the JAX
-probes alone take ~200 CPU seconds.
+probes alone take ~200 CPU seconds (98 on the faster machine of 2026-12-02).  Compiling many
+ops in one XLA module would save about a third of JAX's XLA cells' time, ~12 CPU s of 142
+(``benchmarks/bench_jax_xla_batching.py``), so it is not done.
 
 ``--prove-lowering`` runs every XLA cell of the catalog (every op x TensorFlow float dtype,
 on each device present) both ways, lowered to HLO only (``PX_PROBE_XLA_EXECUTE=0``) and
