@@ -647,6 +647,28 @@ def test_story_training_with_cancel(app: Any) -> None:
     )
 
 
+def assert_range_rows_match_the_shipped_registry(page: Any, scope: str) -> None:
+    """The visible tables under ``scope`` have Range's registry rows for float16 and bfloat16 on
+    CPU and GPU, each with the status a separate reading of the shipped registry of the installed
+    TensorFlow release gives."""
+    release = importlib.metadata.version("tensorflow")
+    rows = [
+        {bs.norm(k): c.text for k, c in r.items()}
+        for table in bs.read_tables(page, scope)
+        if table.column("status")
+        for r in table.records()
+    ]
+    shown = {
+        (r["dtype"], r["device"]): r["status"]
+        for r in rows
+        if (r["backend"], r["rawop"], r["mode"]) == ("tensorflow", "Range", "registry")
+    }
+    expected = {(d, dev): dict(shipped_history("Range", "Tidx", d, dev))[release] for d, dev in shown}
+    wanted = {(d, dev) for d in ("float16", "bfloat16") for dev in ("CPU", "GPU")}
+    assert wanted <= set(shown), f"rows under {scope}: {rows}"
+    assert shown == expected, f"TensorFlow {release}: shown {shown}, shipped registry {expected}"
+
+
 def test_the_first_view_is_in_the_page_itself_and_gives_way_to_the_app(
     browser: Any,  # noqa: F811
     voila_server: tuple[str, subprocess.Popen[bytes]],  # noqa: F811
@@ -656,25 +678,11 @@ def test_the_first_view_is_in_the_page_itself_and_gives_way_to_the_app(
     shipped registry of the installed TensorFlow release says; with JavaScript on, it is hidden
     once the app is drawn."""
     url, _ = voila_server
-    release = importlib.metadata.version("tensorflow")
     context = browser.new_context(java_script_enabled=False, viewport=VIEWPORT)
     try:
         page = context.new_page()
         page.goto(url, timeout=LOAD_MS)
-        rows = [
-            {bs.norm(k): c.text for k, c in r.items()}
-            for table in bs.read_tables(page, "[cell-index] .px-preview")  # the notebook's copy
-            if table.column("status")
-            for r in table.records()
-        ]
-        shown = {
-            (r["dtype"], r["device"]): r["status"]
-            for r in rows
-            if (r["backend"], r["rawop"], r["mode"]) == ("tensorflow", "Range", "registry")
-        }
-        expected = {(d, dev): dict(shipped_history("Range", "Tidx", d, dev))[release] for d, dev in shown}
-        assert {("float16", "CPU"), ("bfloat16", "CPU")} <= set(shown), f"rows shown: {rows}"
-        assert shown == expected, f"TensorFlow {release}: shown {shown}, shipped registry {expected}"
+        assert_range_rows_match_the_shipped_registry(page, "[cell-index] .px-preview")  # the notebook's copy
         bs.shoot_story(page, "first-view-without-javascript")
     finally:
         context.close()
@@ -723,7 +731,6 @@ def test_the_server_sends_the_first_view_before_the_kernel_starts(
     reading of the shipped registry gives; once the notebook's own copy has come, the server's
     copy is hidden and one first view shows."""
     url, _ = voila_server
-    release = importlib.metadata.version("tensorflow")
     before_kernel = _page_until(url, b'id="jupyter-config-data"')
     assert b"px-first-view" in before_kernel, "no first view before the kernel started"
     context = browser.new_context(java_script_enabled=False, viewport=VIEWPORT)
@@ -732,20 +739,7 @@ def test_the_server_sends_the_first_view_before_the_kernel_starts(
         # the page as it stood when the kernel started; its styles and fonts from the server
         page.route(url, lambda route: route.fulfill(body=before_kernel, content_type="text/html"))
         page.goto(url, timeout=LOAD_MS)
-        rows = [
-            {bs.norm(k): c.text for k, c in r.items()}
-            for table in bs.read_tables(page, ".px-first-view")
-            if table.column("status")
-            for r in table.records()
-        ]
-        shown = {
-            (r["dtype"], r["device"]): r["status"]
-            for r in rows
-            if (r["backend"], r["rawop"], r["mode"]) == ("tensorflow", "Range", "registry")
-        }
-        expected = {(d, dev): dict(shipped_history("Range", "Tidx", d, dev))[release] for d, dev in shown}
-        assert {("float16", "CPU"), ("bfloat16", "CPU"), ("float16", "GPU")} <= set(shown), f"rows: {rows}"
-        assert shown == expected, f"TensorFlow {release}: shown {shown}, shipped registry {expected}"
+        assert_range_rows_match_the_shipped_registry(page, ".px-first-view")
         bs.shoot_story(page, "first-view-before-the-kernel-starts")
         page.unroute(url)
         page.goto(url, timeout=LOAD_MS)  # the whole page: the notebook's copy has come too
