@@ -864,6 +864,14 @@ def test_the_first_view_file_is_the_default_apps_preview(tmp_path: Path) -> None
     assert without_ids(written) == without_ids(
         "{% raw %}<div class='px-first-view'>" + ours + "</div>{% endraw %}"
     )
+    failed = subprocess.run(
+        [sys.executable, "-m", "explorer.app.preview", str(tmp_path / "missing" / "view.html")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert failed.returncode == 1 and not (tmp_path / "missing").exists()
+    assert failed.stderr.count("\n") == 1 and "first view was not written" in failed.stderr
 
 
 def test_app_launcher_writes_the_first_view_only_for_the_shipped_notebook(

@@ -68,11 +68,20 @@ def write_first_view(path: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m explorer.app.preview FILE``."""
+    """``python -m explorer.app.preview FILE``; a failure is one line on stderr and status 1
+    (the server then serves its pages without this copy of the first view)."""
     if len(argv) != 1:
         print("usage: python -m explorer.app.preview FILE", file=sys.stderr)
         return 2
-    write_first_view(Path(argv[0]))
+    try:
+        write_first_view(Path(argv[0]))
+    except Exception as exc:  # the app still works: its pages get the notebook's own first view
+        print(
+            f"precision-explorer: the server's copy of the first view was not written "
+            f"({type(exc).__name__}: {exc}); pages show the first view once the notebook has run",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
