@@ -206,14 +206,17 @@ def test_ulp_error_of_exp_matches_mpmath_and_is_at_most_half_when_correctly_roun
     emulated = acc.by_backend("emulated")
     assert emulated.max_ulp_steps == 0 and emulated.max_ulp_error <= 0.5
     if name == "float16":
-        # NumPy's float16 exp (computed in float32, rounded again) is faithful but not correctly
-        # rounded at two inputs, both near-ties: one step off, ulp_error just above 0.5
+        # NumPy's float16 exp (computed in float32, rounded again) is faithful; where it is not
+        # correctly rounded depends on the CPU's float32 exp kernel (2 near-ties on an AVX2
+        # machine, 4 on an AVX512 one): each result one step off is between 0.5 and 1 ulp away
         numpy = acc.by_backend("numpy")
         off = np.nonzero(acc.ulp_steps["numpy"] == 1)[0]
-        assert numpy.max_ulp_steps == 1 and off.size == 2
-        errors = _mpmath_ulp_errors(x[off], acc.results["numpy"][off], name)
-        assert np.all((errors > 0.5) & (errors < 1.0))
-        assert numpy.max_ulp_error == pytest.approx(errors.max(), abs=1e-9)
+        assert numpy.max_ulp_steps <= 1
+        assert off.size == np.count_nonzero(acc.ulp_steps["numpy"] > 0)
+        if off.size:
+            errors = _mpmath_ulp_errors(x[off], acc.results["numpy"][off], name)
+            assert np.all((errors > 0.5) & (errors < 1.0))
+            assert numpy.max_ulp_error == pytest.approx(errors.max(), abs=1e-9)
 
 
 def test_ulp_error_by_hand_from_the_ieee_tables() -> None:

@@ -12,8 +12,9 @@ source and the error's last lines.  Then each code cell's text output is compare
   carry timestamps and process ids); images are not compared.
 - Cells tagged ``timing`` in the notebook are left out (wall-clock figures).
 - Cells listed under ``"unstable"`` in the expected file are left out, each with the reason
-  its output differs between two runs on the same machine (they should get a ``timing``
-  tag in the notebook).
+  its output is not reproducible: it differs between two runs on the same machine (such a
+  cell should get a ``timing`` tag in the notebook), or between CPUs (NumPy and oneDNN pick
+  their SIMD kernels by CPU features).  They still run, their own assertions with them.
 
 A fast test checks, without running anything, that every notebook has an expected file whose
 recorded cell sources are the notebook's current ones: a notebook edited without

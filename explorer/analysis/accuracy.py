@@ -20,10 +20,12 @@ from the op's declared zeros and poles.  For float64 itself the figure carries t
 reference's own error (about one ulp); no higher precision is used.
 
 >>> acc = accuracy("exp", "float16", backends=("numpy", "emulated"))
->>> [(b.backend, b.max_ulp_steps, round(b.max_ulp_error, 5)) for b in acc.backends]
-[('numpy', 1.0, 0.50003), ('emulated', 0.0, 0.49999)]
+>>> emulated = acc.by_backend("emulated")
+>>> emulated.max_ulp_steps, round(emulated.max_ulp_error, 5)
+(0.0, 0.49999)
 
-(NumPy's float16 exp is one step off at two inputs, each a near-tie: 0.50001 and 0.50003 ulp.)
+(NumPy's float16 exp goes through the CPU's float32 exp kernel, so where it is one step off
+depends on the machine: at near-ties, a little over 0.5 ulp away.)
 """
 
 from __future__ import annotations

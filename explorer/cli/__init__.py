@@ -87,11 +87,13 @@ _ECHO_LIMIT = 60
 RAW_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 #: environment set (where unset) for a run without ``--verbose``: TensorFlow's C++ logging
-#: (absl, oneDNN, XLA service banners) at WARNING and above filtered out.  Sandbox workers
-#: inherit it; their stderr goes to a file anyway (``PX_SANDBOX_STDERR=1`` shows it).
-#: ``TF_ENABLE_ONEDNN_OPTS`` is left alone: turning oneDNN off would change which kernels
-#: run (its "oneDNN custom operations are on" line is INFO, filtered out here).
-QUIET_ENVIRONMENT: dict[str, str] = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+#: (absl, oneDNN, XLA service banners) below FATAL filtered out: its ERROR level carries
+#: notices too (on a CPU without AVX512-FP16, every float16 op logs "oneDNN supports DT_HALF
+#: only on platforms with AVX-512" as an error), and a failing run's error reaches the result
+#: as the Python exception's text.  Sandbox workers inherit it; their stderr goes to a file
+#: anyway (``PX_SANDBOX_STDERR=1`` shows it).  ``TF_ENABLE_ONEDNN_OPTS`` is left alone:
+#: turning oneDNN off would change which kernels run.
+QUIET_ENVIRONMENT: dict[str, str] = {"TF_CPP_MIN_LOG_LEVEL": "3"}
 #: environment set for a run with ``--verbose``: every C++ log line, and the sandbox
 #: workers' stderr on this terminal
 VERBOSE_ENVIRONMENT: dict[str, str] = {"TF_CPP_MIN_LOG_LEVEL": "0", "PX_SANDBOX_STDERR": "1"}
@@ -469,7 +471,7 @@ def framework_logging(verbose: bool = False) -> Iterator[None]:
     >>> saved = os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
     >>> with framework_logging():
     ...     print(os.environ["TF_CPP_MIN_LOG_LEVEL"])
-    2
+    3
     >>> "TF_CPP_MIN_LOG_LEVEL" in os.environ
     False
     >>> if saved is not None:
