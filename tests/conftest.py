@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+
+import pytest
 
 from explorer.analysis.probe import DEFAULT_PROBE_XLA_FLAGS
 
@@ -13,3 +16,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # process it starts, so the tests check what the probes run.  `XLA_FLAGS= python -m pytest`
 # runs them under the frameworks' own defaults.
 os.environ.setdefault("XLA_FLAGS", DEFAULT_PROBE_XLA_FLAGS)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _app_probe_workers_stopped_after_each_module() -> Iterator[None]:
+    """The app's probe sandbox (Probe now, pasted errors' workarounds) holds one of the machine's
+    worker slots while its workers live; stopping them after each module leaves the slots to the
+    processes the next modules start (Voila kernels, CLI runs), as a visitor's idle release would."""
+    yield
+    from explorer.analysis.probe import app_probe_sandbox
+
+    app_probe_sandbox().close()

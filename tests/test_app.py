@@ -1071,6 +1071,70 @@ def test_probe_now_runs_in_the_background_and_explains_failures(tf_app: Any) -> 
     tf_app.state.set(mode="registry", backends=["tensorflow", "numpy", "emulated"])
 
 
+def _until(condition: Any, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {seconds:g} s: {what}"
+        time.sleep(0.1)
+
+
+def test_probe_now_waits_for_a_worker_slot_of_the_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Probe now starts its workers only under one of the machine's worker slots: while another
+    process (another visitor's kernel) holds the only one, the job waits and says so, starts no
+    worker, and can be cancelled; once that process is gone it probes, the cell has the status a
+    direct run gives, and the slot stays held while the probe workers live."""
+    from test_sweep_cache import HOLD_A_SLOT
+
+    from explorer.analysis.probe import app_probe_sandbox
+    from explorer.analysis.worker_slots import machine_slots
+    from explorer.app import App
+    from explorer.backends import get_backend
+
+    monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PX_WORKER_SLOTS", "1")
+    app_probe_sandbox().close()
+    slot_file = machine_slots().directory / "slot-0.lock"
+    slot_file.parent.mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_A_SLOT, str(slot_file)], stdout=subprocess.PIPE)
+    app = App(op="exp", dtypes=["float16"], backends=["numpy"], load_tensorflow=False)
+    tab = app.select("kernels")
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        cancelled = tab.start_probe()
+        _until(lambda: "waiting for a free worker slot" in cancelled.message, 30, "the wait said")
+        assert app_probe_sandbox().workers() == {}, "a worker started without a slot"
+        cancelled.cancel()
+        cancelled.wait(30)
+        assert cancelled.status == "cancelled"
+        job = tab.start_probe()
+        _until(lambda: "waiting for a free worker slot" in job.message, 30, "the wait said again")
+    finally:
+        holder.kill()
+        holder.wait(10)
+        assert holder.stdout is not None
+        holder.stdout.close()
+    try:
+        job.wait(120)
+        assert job.status == "done", job.error
+        assert app_probe_sandbox().workers(), "the probe workers are kept for the next probe"
+        assert machine_slots().acquire(timeout=0) is None, "the workers live without the slot"
+        expected = get_backend("numpy").run("exp", "float16").status.value  # a direct run here
+        grid = tab.heatmap.grid
+        (j,) = [
+            k
+            for k, c in enumerate(grid.columns)
+            if (c.backend, c.mode, c.dtype) == ("numpy", "eager", "float16")
+        ]
+        assert grid.status(grid.ops.index("exp"), j) == expected
+    finally:
+        app_probe_sandbox().close()
+    free = machine_slots().acquire(timeout=0)
+    assert free is not None, "closing the probe sandbox gave the slot back"
+    free.release()
+
+
 def test_binder_installs_every_runtime_dependency_and_fails_on_errors() -> None:
     import re
     import tomllib

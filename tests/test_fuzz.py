@@ -447,6 +447,7 @@ def guards() -> Iterator[None]:
         (registry, "get_registry"),
         (tf_backend, "import_tensorflow"),
         (sandbox, "default_sandbox"),
+        (sandbox, "Sandbox"),  # what a slotted sandbox (the app's probes, pasted errors) starts
     ]
     originals = [(module, name, getattr(module, name)) for module, name in saved]
     hook = _BlockTensorFlow()

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from explorer.analysis import envcache, probe_cache
 from explorer.analysis.explain import disagreement, explain, refine_status
@@ -33,6 +33,9 @@ from explorer.analysis.probe import (
 from explorer.analysis.registry import REGISTRY_DEVICE, Registry, get_registry, registry_device
 from explorer.backends.base import MODES
 from explorer.outcome import Status
+
+if TYPE_CHECKING:
+    from explorer.sandbox import Sandbox
 
 #: the keys of every row, in order (``precision-explorer kernels --json``)
 ROW_KEYS: tuple[str, ...] = (
@@ -329,6 +332,7 @@ def availability(
     progress: bool = True,
     probe_timeout: float = 60.0,
     registry: Registry | None = None,
+    sandbox: Sandbox | None = None,
 ) -> AvailabilityResult:
     """Declared and probed availability for catalog ops (and raw ops: registry rows only).
 
@@ -344,7 +348,8 @@ def availability(
     Probe records are read from and saved to the probe store
     (:mod:`explorer.analysis.probe_cache`) as each one arrives, so an interrupted sweep
     keeps what finished; ``use_cache=False`` probes again (and stores the fresh records)
-    without reading the store.
+    without reading the store.  The probes run in ``sandbox``'s workers (default: the
+    process-wide sandbox).
     """
     from explorer.backends import BACKEND_NAMES, get_backend, normalize_device
     from explorer.formats import resolve
@@ -399,6 +404,7 @@ def availability(
                     probe_timeout=probe_timeout,
                     places=places,
                     on_progress=bar.update if bar is not None else None,
+                    sandbox=sandbox,
                     on_record=keep,
                 )
             finally:
@@ -409,7 +415,7 @@ def availability(
                     keep(key, record)
         device_info = store.devices(env_key)
         if "tensorflow" in {p.backend for p in remote}:
-            device_info = _tensorflow_devices()
+            device_info = _tensorflow_devices(sandbox)
             store.save_devices(env_key, device_info)
     torch_said = torch_reading.result() if torch_reading is not None else None
     if torch_said is not None and "registry" in modes:
@@ -439,12 +445,13 @@ def availability(
     )
 
 
-def _tensorflow_devices() -> dict[str, Any]:
-    """:func:`worker_devices` from the TensorFlow worker ({"error": ...} when that fails)."""
+def _tensorflow_devices(sandbox: Sandbox | None = None) -> dict[str, Any]:
+    """:func:`worker_devices` from the TensorFlow probe worker of ``sandbox`` (default: the
+    process-wide one); ``{"error": ...}`` when that fails."""
     from explorer.sandbox import default_sandbox
 
     try:
-        box = default_sandbox()
+        box = sandbox if sandbox is not None else default_sandbox()
         return dict(box.call(warm_worker(box, "tensorflow"), worker_devices, timeout=120.0))
     except Exception as exc:  # the device list is informative only
         return {"error": str(exc)}

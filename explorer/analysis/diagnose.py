@@ -71,18 +71,18 @@ def run_code(code: str) -> str:
 
 
 def _run_in_sandbox(framework: str, code: str) -> tuple[str | None, str]:
-    """(result dtype, "") when ``code`` ran in the framework's sandbox worker, else (None, why)."""
-    from explorer.sandbox import SandboxError, default_sandbox
+    """(result dtype, "") when ``code`` ran in the framework's worker, else (None, why).
 
-    box = default_sandbox()
+    The worker is one of :func:`~explorer.analysis.probe.app_probe_sandbox`'s: it starts only
+    under one of the machine's worker slots (waiting up to the workaround's timeout for one), so
+    a room of visitors pasting errors starts no more framework workers than the slots allow."""
+    from explorer.analysis.probe import app_probe_sandbox, warm_worker
+    from explorer.sandbox import SandboxError
+
     try:
-        if framework == "tensorflow":
-            from explorer.analysis.probe import warm_worker
-
-            key = warm_worker(box, "tensorflow")
-        else:
-            key = f"explain-{framework}"
-        return str(box.call(key, run_code, code, timeout=WORKAROUND_TIMEOUT)), ""
+        with app_probe_sandbox().held(WORKAROUND_TIMEOUT) as box:
+            key = warm_worker(box, "tensorflow") if framework == "tensorflow" else f"explain-{framework}"
+            return str(box.call(key, run_code, code, timeout=WORKAROUND_TIMEOUT)), ""
     except SandboxError as exc:
         return None, str(exc).splitlines()[0]
     except Exception as exc:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from explorer.analysis.worker_slots import SlottedSandbox
 from explorer.outcome import Phase, Status
 
 if TYPE_CHECKING:
@@ -309,6 +310,21 @@ def run_probes(
 
     box.map_parallel(functools.partial(probe_item, seed=seed), groups, probe_timeout, on_result=deliver)
     return results
+
+
+#: seconds the app's probe workers may stay idle before they are stopped (their memory given back)
+APP_PROBES_IDLE_RELEASE_S = 120.0
+_APP_PROBES = SlottedSandbox(APP_PROBES_IDLE_RELEASE_S)
+
+
+def app_probe_sandbox() -> SlottedSandbox:
+    """The sandbox of a kernel's "Probe now" runs and of the workarounds a pasted error gets
+    (:mod:`explorer.analysis.diagnose`): its workers live only while it holds one of the
+    machine's worker slots (:func:`~explorer.analysis.worker_slots.machine_slots`), so the
+    visitors of a workshop server together run at most that many such sandboxes at once; they
+    are stopped after :data:`APP_PROBES_IDLE_RELEASE_S` idle.  (``precision-explorer kernels``
+    probes in the process-wide sandbox.)"""
+    return _APP_PROBES
 
 
 def probe_workers(backend: str) -> int:

@@ -38,7 +38,6 @@ import hmac
 import json
 import logging
 import sqlite3
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -49,7 +48,7 @@ import numpy as np
 
 from explorer.analysis import envcache, probe_cache
 from explorer.analysis.regions import BackendRun
-from explorer.analysis.worker_slots import SLOTS_ENV, Slot, WorkerSlots, default_worker_slots
+from explorer.analysis.worker_slots import SlottedSandbox, WorkersBusy
 from explorer.formats import Format
 from explorer.ops import Op
 from explorer.outcome import STATUSES, Status
@@ -403,108 +402,10 @@ def run_in_worker(backend: str, op: str, fmt: str, inputs: tuple[np.ndarray, ...
     return run_backend(backend, get_op(op), resolve(fmt), inputs, device)
 
 
-class WorkersBusy(RuntimeError):
-    """Every machine-wide worker slot stayed taken for the run's timeout (not cached: try again)."""
+_SANDBOX = SlottedSandbox(IDLE_RELEASE_S)
 
 
-def worker_slots() -> WorkerSlots:
-    """The machine-wide slots of framework workers (:mod:`explorer.analysis.worker_slots`), in the
-    cache directory every kernel of this user shares (the temp directory without one)."""
-    root = envcache.cache_dir_or_none()
-    directory = root / "worker-slots" if root is not None else Path(tempfile.gettempdir()) / "px-worker-slots"
-    return WorkerSlots(directory, default_worker_slots())
-
-
-class _IdleSandbox:
-    """The sandbox the sweep runs use; its workers are stopped after IDLE_RELEASE_S without a call.
-
-    While its workers live it holds one of the machine's :func:`worker_slots`, so the visitors of
-    one server together run at most that many sweep sandboxes; a visitor who finds every slot
-    taken waits up to the run's timeout for one.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._start_lock = threading.Lock()
-        self._box: Any = None
-        self._slot: Slot | None = None
-        self._busy = 0
-        self._timer: threading.Timer | None = None
-
-    def _started(self, timeout: float) -> Any:
-        """The sandbox, started (with a slot) if it was not running."""
-        from explorer.sandbox import Sandbox
-
-        with self._start_lock:
-            with self._lock:
-                if self._box is not None:
-                    return self._box
-            slots = worker_slots()
-            slot = slots.acquire(timeout)
-            if slot is None:
-                raise WorkersBusy(
-                    f"all {slots.count} worker slots of this machine stayed busy for {timeout:.0f} s "
-                    f"(other visitors' workers; ${SLOTS_ENV} sets how many)"
-                )
-            with self._lock:
-                self._box, self._slot = Sandbox(), slot
-                return self._box
-
-    def call(self, key: str, func: Callable[..., Any], *args: Any, timeout: float) -> Any:
-        from explorer.sandbox import WARMUP_TIMEOUT, warm_backend
-
-        with self._lock:
-            self._busy += 1
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-        try:
-            box = self._started(timeout)
-            workers = box.workers()
-            if key not in workers:
-                box.call(key, warm_backend, key, timeout=WARMUP_TIMEOUT)  # the import is not the run
-            return box.call(key, func, *args, timeout=timeout)
-        finally:
-            with self._lock:
-                self._busy -= 1
-                if self._busy == 0:
-                    self._timer = threading.Timer(IDLE_RELEASE_S, self._release)
-                    self._timer.daemon = True
-                    self._timer.start()
-
-    def _release(self) -> None:
-        with self._lock:
-            if self._busy or self._box is None:
-                return
-            box, self._box, self._timer = self._box, None, None
-            slot, self._slot = self._slot, None
-        box.close()
-        if slot is not None:
-            slot.release()
-
-    def workers(self) -> dict[str, int | None]:
-        """Live sweep workers by key, with their process ids."""
-        with self._lock:
-            return {} if self._box is None else dict(self._box.workers())
-
-    def close(self) -> None:
-        """Stop the workers now."""
-        with self._lock:
-            box, self._box = self._box, None
-            slot, self._slot = self._slot, None
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-        if box is not None:
-            box.close()
-        if slot is not None:
-            slot.release()
-
-
-_SANDBOX = _IdleSandbox()
-
-
-def sweep_sandbox() -> _IdleSandbox:
+def sweep_sandbox() -> SlottedSandbox:
     """The process-wide sandbox of sweep runs (workers stopped after :data:`IDLE_RELEASE_S` idle)."""
     return _SANDBOX
 

@@ -35,6 +35,8 @@ from explorer.textsafety import strip_control
 
 #: most history strips shown at once (an op with many raw ops x many dtypes)
 MAX_HISTORY_STRIPS = 8
+#: seconds "Probe now" waits for a free worker slot of the machine before it fails
+PROBE_SLOT_WAIT_S = 600.0
 
 #: Columns of the details table.
 DETAIL_COLUMNS = (
@@ -557,23 +559,34 @@ class KernelsTab(Tab):
         devices: list[str],
         modes: list[str],
     ) -> int:
+        """Probe ``ops`` one at a time, in the kernel's probe sandbox
+        (:func:`~explorer.analysis.probe.app_probe_sandbox`): while every worker slot of the
+        machine is taken (other visitors probing) the job waits for one, saying so, and can be
+        cancelled."""
         from explorer.analysis import availability
+        from explorer.analysis.probe import app_probe_sandbox
+
+        def waiting() -> None:
+            ctx.check()
+            ctx.progress(0.0, "waiting for a free worker slot (other visitors' probes are running)")
 
         reg = self.registry()
         done = 0
-        for i, op in enumerate(ops):
-            ctx.check()
-            ctx.progress(i / len(ops), f"{op} ({i + 1}/{len(ops)})")
-            result = availability.availability(
-                ops=[op],
-                dtypes=dtypes,
-                backends=backends,
-                devices=devices,
-                modes=modes,
-                progress=False,
-                registry=reg,
-            )
-            done += result.probed
+        with app_probe_sandbox().held(PROBE_SLOT_WAIT_S, waiting) as box:
+            for i, op in enumerate(ops):
+                ctx.check()
+                ctx.progress(i / len(ops), f"{op} ({i + 1}/{len(ops)})")
+                result = availability.availability(
+                    ops=[op],
+                    dtypes=dtypes,
+                    backends=backends,
+                    devices=devices,
+                    modes=modes,
+                    progress=False,
+                    registry=reg,
+                    sandbox=box,
+                )
+                done += result.probed
         ctx.progress(1.0, f"{done} new probes")
         return done
 
