@@ -1,11 +1,13 @@
 """A machine-wide cap on framework worker processes, shared by every kernel of a workshop server.
 
-Each visitor's kernel may start a worker that imports TensorFlow (~0.5-0.8 GB) to compute
-TensorFlow's Ranges/Accuracy results.  Forty visitors opening Ranges at once on a cold
-cache would start forty such workers.  :class:`WorkerSlots` is ``count`` lock files in one
-directory: holding a worker means holding an exclusive ``flock`` on one of them, taken
-before the worker starts and released when it stops.  The kernel releases a lock when its
-process ends, however it ends, so a killed kernel never keeps a slot.
+Each visitor's kernel may start workers that import TensorFlow (~0.5-0.8 GB each) to compute
+TensorFlow's Ranges/Accuracy results, to probe ("Probe now") or to run a pasted error's
+workaround.  Forty visitors opening Ranges at once on a cold cache would start forty such
+workers.  :class:`WorkerSlots` is ``count`` lock files in one directory: holding a worker
+means holding an exclusive ``flock`` on one of them, taken before the worker starts and
+released when it stops (:class:`SlottedSandbox` holds one for all of its workers).  The
+kernel releases a lock when its process ends, however it ends, so a killed kernel never
+keeps a slot.
 
 >>> import tempfile
 >>> slots = WorkerSlots(tempfile.mkdtemp(), count=1)
