@@ -83,9 +83,6 @@ _TEMPLATE = """{%- extends 'voila/templates/lab/index.html.j2' -%}
   </style>
   {{ super.super() }}
 {%- endblock notebook_css -%}
-{#- The app's preview (explorer.App.preview_html, display metadata PREVIEW_METADATA) goes into
-    the page as HTML, so it shows before Voila's scripts have loaded; every other output is
-    left to them. -#}
 {#- The first view written beside this template by the server (FIRST_VIEW_FILE, see
     start_first_view), included before the notebook runs: it reaches the browser while the
     kernel starts.  Until it is written, or without it, nothing is included. -#}
@@ -93,6 +90,9 @@ _TEMPLATE = """{%- extends 'voila/templates/lab/index.html.j2' -%}
 {{ super() }}
 {%- include 'FIRST_VIEW_FILE' ignore missing -%}
 {%- endblock body_header -%}
+{#- The app's preview (explorer.App.preview_html, display metadata PREVIEW_METADATA) goes into
+    the page as HTML, so it shows before Voila's scripts have loaded; every other output is
+    left to them. -#}
 {%- block data_priority scoped -%}
 {%- set data = output.get("data", {}) if output else {} -%}
 {%- if output and output.get("metadata", {}).get("PREVIEW_METADATA") and "text/html" in data -%}
