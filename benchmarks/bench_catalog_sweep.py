@@ -31,7 +31,10 @@ jax 0.10.2, all five backends (the default), 14,344 rows:
     above is not known (the new check runs the reference once per failing cell)
     2026-12-02, a fresh machine of the same kind (quiet; it runs the browser benchmarks about
     twice as fast as the machine above), fec4eda: cold 74.2 s (142.0 CPU s), warm 1.6 s; per
-    backend, cold, alone: jax 52.2 s wall (98.3 CPU s), tensorflow 16.1 s (29.8 CPU s)
+    backend, cold, alone: jax 52.2 s wall (98.3 CPU s), tensorflow 16.1 s (29.8 CPU s); the
+    same code again later (8ab5805): cold 65.4 s (125.5 CPU s), warm 1.2 s; jax alone 44.1 s
+    (83.6 CPU s), and 43.9 s (83.2 CPU s) with a compilation cache its two workers share
+    (JAX_COMPILATION_CACHE_DIR), so that is not used
 
 Per backend, cold (``PX_CACHE_DIR=<fresh dir> python -m explorer kernels --no-cache --backend B
 --save F``), wall (CPU) seconds, before -> after: numpy 5.1 -> 3.3 (4.0), emulated 2.9 -> 3.0
@@ -49,7 +52,7 @@ XLA (eager cells compile each primitive they dispatch); in-process, under cProfi
 compiling does, for JAX nor for TensorFlow (below), so every XLA probe compiles and runs.
 15 s cold for all five backends is out of reach on 2 cores without caching across runs: the JAX
 probes alone take ~200 CPU seconds (98 on the faster machine of 2026-12-02).  Compiling many
-ops in one XLA module would save about a third of JAX's XLA cells' time, ~12 CPU s of 142
+ops in one XLA module would save about a third of JAX's XLA cells' time, ~12 CPU s of 125-142
 (``benchmarks/bench_jax_xla_batching.py``), so it is not done.
 
 ``--prove-lowering`` runs every XLA cell of the catalog (every op x TensorFlow float dtype,
