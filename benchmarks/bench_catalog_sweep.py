@@ -2,6 +2,7 @@
 
     python benchmarks/bench_catalog_sweep.py                  # cold, then warm, once each
     python benchmarks/bench_catalog_sweep.py --repeat 2 --keep cold.json
+    python benchmarks/bench_catalog_sweep.py --backend tensorflow --backend numpy --backend emulated
     python benchmarks/bench_catalog_sweep.py --compare before.json after.json  # cell by cell
     python benchmarks/bench_catalog_sweep.py --prove-lowering # TF XLA: lowering vs compiling
     python benchmarks/bench_catalog_sweep.py --prove-flags jax             # probe XLA flags vs JAX's
@@ -35,6 +36,9 @@ jax 0.10.2, all five backends (the default), 14,344 rows:
     same code again later (8ab5805): cold 65.4 s (125.5 CPU s), warm 1.2 s; jax alone 44.1 s
     (83.6 CPU s), and 43.9 s (83.2 CPU s) with a compilation cache its two workers share
     (JAX_COMPILATION_CACHE_DIR), so that is not used
+    the backends the sweep had when issue 9 was filed (``--backend tensorflow --backend numpy
+    --backend emulated --repeat 3``, c3fe24c, 9,520 rows): cold 13.8, 13.2, 13.6 s (26.1, 25.0,
+    25.7 CPU s), warm 0.9, 0.8, 0.9 s
 
 Per backend, cold (``PX_CACHE_DIR=<fresh dir> python -m explorer kernels --no-cache --backend B
 --save F``), wall (CPU) seconds, before -> after: numpy 5.1 -> 3.3 (4.0), emulated 2.9 -> 3.0
@@ -98,14 +102,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 
-def sweep(cache_dir: str, save: Path, cold: bool) -> tuple[float, float]:
-    """Wall and CPU seconds ``precision-explorer kernels [--no-cache] --save save`` takes in a
-    fresh process (CPU: that process and the sandbox workers it started)."""
+def sweep(cache_dir: str, save: Path, cold: bool, backends: Sequence[str] = ()) -> tuple[float, float]:
+    """Wall and CPU seconds ``precision-explorer kernels [--no-cache] [--backend B ...] --save save``
+    takes in a fresh process (CPU: that process and the sandbox workers it started)."""
     command = [sys.executable, "-m", "explorer", "kernels", "--save", str(save)]
+    command += [arg for backend in backends for arg in ("--backend", backend)]
     if cold:
         command.insert(4, "--no-cache")
     env = dict(os.environ, PX_CACHE_DIR=cache_dir)
@@ -332,6 +338,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="cold/warm pairs to run (default 1)")
     parser.add_argument(
+        "--backend",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="sweep only these backends (repeatable; default: all, as the CLI)",
+    )
+    parser.add_argument(
         "--prove-lowering", action="store_true", help="compare XLA lowering with compiling, every cell"
     )
     parser.add_argument(
@@ -403,10 +416,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             save = Path(tmp) / "sweep.json"
             cache = str(Path(tmp) / "cache")
-            cold, cold_cpu = sweep(cache, save, cold=True)
+            cold, cold_cpu = sweep(cache, save, cold=True, backends=args.backend)
             if args.keep is not None:
                 shutil.copyfile(save, args.keep)
-            warm, warm_cpu = sweep(cache, save, cold=False)
+            warm, warm_cpu = sweep(cache, save, cold=False, backends=args.backend)
             facts = counts(save)
         print(
             f"run {attempt + 1}: cold {cold:.1f} s ({cold_cpu:.1f} CPU s), "
