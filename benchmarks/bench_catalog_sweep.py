@@ -36,8 +36,9 @@ jax 0.10.2, all five backends (the default), 14,344 rows:
     same code again later (8ab5805): cold 65.4 s (125.5 CPU s), warm 1.2 s; jax alone 44.1 s
     (83.6 CPU s), and 43.9 s (83.2 CPU s) with a compilation cache its two workers share
     (JAX_COMPILATION_CACHE_DIR), so that is not used
-    the backends the sweep had when issue 9 was filed (``--backend tensorflow --backend numpy
-    --backend emulated --repeat 3``, c3fe24c, 9,520 rows): cold 13.8, 13.2, 13.6 s (26.1, 25.0,
+    the backends the sweep ran before PyTorch and JAX were installed (0844dea put them in the
+    test extra; ``--backend tensorflow --backend numpy --backend emulated --repeat 3``,
+    c3fe24c, 9,520 rows): cold 13.8, 13.2, 13.6 s (26.1, 25.0,
     25.7 CPU s), warm 0.9, 0.8, 0.9 s
 
 Per backend, cold (``PX_CACHE_DIR=<fresh dir> python -m explorer kernels --no-cache --backend B
