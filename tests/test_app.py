@@ -1071,13 +1071,6 @@ def test_probe_now_runs_in_the_background_and_explains_failures(tf_app: Any) -> 
     tf_app.state.set(mode="registry", backends=["tensorflow", "numpy", "emulated"])
 
 
-def _until(condition: Any, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {seconds:g} s: {what}"
-        time.sleep(0.1)
-
-
 def test_probe_now_waits_for_a_worker_slot_of_the_machine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1086,6 +1079,7 @@ def test_probe_now_waits_for_a_worker_slot_of_the_machine(
     worker, and can be cancelled; once that process is gone it probes, the cell has the status a
     direct run gives, and the slot stays held while the probe workers live."""
     from test_sweep_cache import HOLD_A_SLOT
+    from test_training_queue import _wait_until
 
     from explorer.analysis.probe import app_probe_sandbox
     from explorer.analysis.worker_slots import machine_slots
@@ -1103,13 +1097,13 @@ def test_probe_now_waits_for_a_worker_slot_of_the_machine(
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
         cancelled = tab.start_probe()
-        _until(lambda: "waiting for a free worker slot" in cancelled.message, 30, "the wait said")
+        _wait_until(lambda: "waiting for a free worker slot" in cancelled.message, 30, "the wait said")
         assert app_probe_sandbox().workers() == {}, "a worker started without a slot"
         cancelled.cancel()
         cancelled.wait(30)
         assert cancelled.status == "cancelled"
         job = tab.start_probe()
-        _until(lambda: "waiting for a free worker slot" in job.message, 30, "the wait said again")
+        _wait_until(lambda: "waiting for a free worker slot" in job.message, 30, "the wait said again")
     finally:
         holder.kill()
         holder.wait(10)

@@ -79,7 +79,7 @@ _TEMPLATE = """{%- extends 'voila/templates/lab/index.html.j2' -%}
     #rendered_cells:has(.px-preview) { display: block !important; }
     body:has(.px-preview) #loading { display: none !important; }
     /* the server's copy of the first view gives way to the notebook's own once that arrives */
-    #rendered_cells:has([cell-index] .px-preview) .px-first-view { display: none; }
+    #rendered_cells:has([cell-index] .px-preview) .FIRST_VIEW_CLASS { display: none; }
   </style>
   {{ super.super() }}
 {%- endblock notebook_css -%}
@@ -125,10 +125,15 @@ def write_offline_template(root: Path | None = None) -> Path:
     folder = base / "voila" / "templates" / TEMPLATE_NAME
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "conf.json").write_text(json.dumps({"base_template": "lab"}))
-    from explorer.app.preview import PREVIEW_METADATA
+    from explorer.app.preview import FIRST_VIEW_CLASS, PREVIEW_METADATA
 
-    template = _TEMPLATE.replace("PREVIEW_METADATA", PREVIEW_METADATA)
-    template = template.replace("FIRST_VIEW_FILE", FIRST_VIEW_FILE)
+    template = _TEMPLATE
+    for placeholder, value in (
+        ("PREVIEW_METADATA", PREVIEW_METADATA),
+        ("FIRST_VIEW_FILE", FIRST_VIEW_FILE),
+        ("FIRST_VIEW_CLASS", FIRST_VIEW_CLASS),
+    ):
+        template = template.replace(placeholder, value)
     (folder / "index.html.j2").write_text(template)
     return base
 
