@@ -263,17 +263,22 @@ class TensorflowBackend(Backend):
     def _xla(
         self, tf: Any, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, execute: bool
     ) -> Outcome:
-        """Trace, lower to HLO, then (``execute``) compile and run: the step that fails is the phase."""
+        """Trace, then compile and run (``execute``) or lower to HLO only: the step that fails is
+        the phase.  A compiled run that raises is lowered after the fact, to tell a graph XLA
+        cannot lower from one it lowers but cannot compile, or compiles but cannot run."""
         args = [tf.constant(a) for a in traced_arguments(op, inputs, fmt)]
         fn = traced_function(op, tf, tf_dtype(fmt), jit_compile=True)
         concrete: list[Any] = []
         building = _stage(tf, lambda: concrete.append(fn.get_concrete_function(*args)))
         if building is not None:
             return failed(tf, building, Phase.OP_BUILD, build_detail(building))
-        lowering = _stage(
-            tf, lambda: fn.experimental_get_compiler_ir(*args)(stage="hlo", platform_name=device)
-        )
-        if lowering is None and not execute:
+
+        def lower(stage: str) -> BaseException | None:
+            ir = fn.experimental_get_compiler_ir
+            return _stage(tf, lambda: ir(*args)(stage=stage, platform_name=device))
+
+        lowering = None if execute else lower("hlo")
+        if not execute and lowering is None:
             out = concrete[0].structured_outputs
             outcome = _ran(op, fmt, device, None, out.dtype, device)
             outcome.detail = "; ".join(d for d in (outcome.detail, LOWERED) if d)
@@ -282,12 +287,11 @@ class TensorflowBackend(Backend):
             out = fn(*args)
             result = out.numpy()
         except Exception as exc:
+            if execute:
+                lowering = lower("hlo")
             if lowering is not None:
                 return failed(tf, exc, Phase.XLA_COMPILE, "XLA could not lower the graph to HLO")
-            if _stage(
-                tf,
-                lambda: fn.experimental_get_compiler_ir(*args)(stage="optimized_hlo", platform_name=device),
-            ):
+            if lower("optimized_hlo"):
                 return failed(tf, exc, Phase.XLA_COMPILE, "XLA lowered the graph, but could not compile it")
             return failed(tf, exc, Phase.KERNEL_RUN, "XLA compiled the graph, but running it raised")
         outcome = _ran(op, fmt, device, result, out.dtype, device_type_of(out.device))
