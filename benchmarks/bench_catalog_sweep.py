@@ -40,6 +40,18 @@ jax 0.10.2, all five backends (the default), 14,344 rows:
     test extra; ``--backend tensorflow --backend numpy --backend emulated --repeat 3``,
     c3fe24c, 9,520 rows): cold 13.8, 13.2, 13.6 s (26.1, 25.0,
     25.7 CPU s), warm 0.9, 0.8, 0.9 s
+    2026-12-02, later, the same machine (the same code takes about 15% more CPU seconds than
+    in the runs above): 0c27a7c, three backends: cold 17.0, 15.4, 15.3, 17.6 s (31.8, 29.3,
+    28.9, 33.0 CPU s); 4095b07 (XLA probes lower to HLO only when the run raised): three
+    backends 15.3, 14.5, 15.8, 16.0, 16.5 s (28.5, 27.2, 29.5, 29.8, 30.6 CPU s), warm
+    0.9-1.5 s; all five 70.1 s (134.5 CPU s), warm 1.4 s.  TensorFlow alone, 0c27a7c and
+    4095b07 taken in turn: 13.9 / 13.6, 13.3 / 14.4, 13.7 / 12.8 s (within the noise; in one
+    process the 1,280 XLA cells take 15.9 -> 14.8 CPU s)
+    the code of the day issue 9 was filed (0e4d497, with ``explorer.cli.positive_float``
+    copied in from 6455caf, which it imports but lacks), on the same machine, three backends:
+    ``PYTHONPATH=<its checkout> python -m explorer kernels --no-cache --backend tensorflow
+    --backend numpy --backend emulated --save F``: 41.7 s and 38.0 s (50.4, 45.8 CPU s by
+    ``/usr/bin/time``), 9,520 rows, each printed to stdout
 
 Per backend, cold (``PX_CACHE_DIR=<fresh dir> python -m explorer kernels --no-cache --backend B
 --save F``), wall (CPU) seconds, before -> after: numpy 5.1 -> 3.3 (4.0), emulated 2.9 -> 3.0
