@@ -69,7 +69,7 @@ XLA (eager cells compile each primitive they dispatch); in-process, under cProfi
 compiling does, for JAX nor for TensorFlow (below), so every XLA probe compiles and runs.
 15 s cold for all five backends is out of reach on 2 cores without caching across runs: the JAX
 probes alone take ~200 CPU seconds (98 on the faster machine of 2026-12-02), of which XLA's
-compiler takes 53.1 CPU s for 2,784 compilations (``benchmarks/bench_jax_compile_floor.py``):
+compiler takes 53.1 CPU s for 2,784 compilations (``benchmarks/bench_probe_cpu.py --backend jax``):
 26.5 s on 2 cores for JAX's compilations alone.  Compiling many
 ops in one XLA module would save about a third of JAX's XLA cells' time, ~12 CPU s of 125-142
 (``benchmarks/bench_jax_xla_batching.py``), so it is not done.
