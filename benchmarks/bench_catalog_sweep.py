@@ -46,7 +46,7 @@ jax 0.10.2, all five backends (the default), 14,344 rows:
     backends 15.3, 14.5, 15.8, 16.0, 16.5 s (28.5, 27.2, 29.5, 29.8, 30.6 CPU s), warm
     0.9-1.5 s; all five 70.1 s (134.5 CPU s), warm 1.4 s.  TensorFlow alone, 0c27a7c and
     4095b07 taken in turn: 13.9 / 13.6, 13.3 / 14.4, 13.7 / 12.8 s (within the noise; in one
-    process the 1,280 XLA cells take 15.9 -> 14.8 CPU s)
+    process the 1,280 XLA cells take 18.0 -> 15.8 and 17.8 -> 14.9 CPU s: ``bench_probe_cpu.py``)
     the code of the day issue 9 was filed (0e4d497, with ``explorer.cli.positive_float``
     copied in from 6455caf, which it imports but lacks), on the same machine, three backends:
     ``PYTHONPATH=<its checkout> python -m explorer kernels --no-cache --backend tensorflow
