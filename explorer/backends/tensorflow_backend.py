@@ -13,7 +13,7 @@ How a run is made, so that the kernel asked about is the one that runs:
   XLA's can replace the op by its value before XLA lowers it.  The graph is traced, then
   compiled and run; the step that raises is the run's :class:`~explorer.outcome.Phase`:
   tracing (``op_build``), lowering to XLA's HLO or compiling (``xla_compile``; a run that
-  raised is lowered again on its own to tell which), running (``kernel_run``).
+  raised is then lowered on its own to tell which), running (``kernel_run``).
   ``execute=False`` stops after the lowering, before any code is generated; availability
   probes compile and run (``python benchmarks/bench_catalog_sweep.py --prove-lowering``
   compares both ways over the whole catalog: svd in float16 lowers, but returns NaN when run).
