@@ -46,7 +46,8 @@ jax 0.10.2, all five backends (the default), 14,344 rows:
     backends 15.3, 14.5, 15.8, 16.0, 16.5 s (28.5, 27.2, 29.5, 29.8, 30.6 CPU s), warm
     0.9-1.5 s; all five 70.1 s (134.5 CPU s), warm 1.4 s.  TensorFlow alone, 0c27a7c and
     4095b07 taken in turn: 13.9 / 13.6, 13.3 / 14.4, 13.7 / 12.8 s (within the noise; in one
-    process the 1,280 XLA cells take 18.0 -> 15.8 and 17.8 -> 14.9 CPU s: ``bench_probe_cpu.py``)
+    process the 1,280 XLA cells take 18.0 -> 15.8 and 17.8 -> 14.9 CPU s, and with the
+    registry's kernel places 20.5 -> 16.7 and 20.8 -> 18.5: ``bench_probe_cpu.py``)
     the code of the day issue 9 was filed (0e4d497, with ``explorer.cli.positive_float``
     copied in from 6455caf, which it imports but lacks), on the same machine, three backends:
     ``PYTHONPATH=<its checkout> python -m explorer kernels --no-cache --backend tensorflow
@@ -70,7 +71,7 @@ compiling does, for JAX nor for TensorFlow (below), so every XLA probe compiles 
 15 s cold for all five backends is out of reach on 2 cores without caching across runs: the JAX
 probes alone take ~200 CPU seconds (98 on the faster machine of 2026-12-02), of which XLA's
 compiler takes 53.1 CPU s for 2,784 compilations (``benchmarks/bench_probe_cpu.py --backend jax``):
-26.5 s on 2 cores for JAX's compilations alone.  Compiling many
+26.5 s on 2 cores for JAX's compilations alone (68.6 CPU s, 34.3 s, in a later run).  Compiling many
 ops in one XLA module would save about a third of JAX's XLA cells' time, ~12 CPU s of 125-142
 (``benchmarks/bench_jax_xla_batching.py``), so it is not done.
 
@@ -117,7 +118,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -221,15 +222,13 @@ RECORD_FIELDS = (
 )
 
 
-def backend_records(backend: str, path: Path, execute: bool) -> None:
-    """Worker side of ``--prove-flags``: the probe record of every cell of ``backend`` in the default
-    sweep (every catalog op x every dtype it probes x every mode it has but ``compile``, on CPU,
-    TensorFlow's with the registry's kernel places), XLA cells compiled and run (``execute``) or
-    as the probes take them (lowered where proven); written to ``path`` as JSON (key -> fields)."""
-    if backend == "tensorflow":
-        from explorer.analysis.probe import _without_keras
-
-        _without_keras()  # as in the probe workers
+def sweep_cells(
+    backend: str, modes: Any = None, dtypes: Any = None, execute: bool | None = None
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Every cell of ``backend`` in the default sweep (every catalog op x TensorFlow's float
+    dtypes, or ``dtypes``, x every mode it has but ``compile``, or ``modes``, on CPU), probed here
+    one after another as a probe worker probes it (TensorFlow's with the registry's kernel
+    places); yields ``(probe, record)``.  ``execute``: as :func:`probe_record`'s."""
     from explorer.analysis.availability import DEFAULT_AVAILABILITY_MODES, _kernel_places, probes_for
     from explorer.analysis.probe import probe_record
     from explorer.analysis.registry import get_registry
@@ -238,12 +237,23 @@ def backend_records(backend: str, path: Path, execute: bool) -> None:
 
     reg = get_registry()
     present = get_backend(backend).devices()
-    probes = probes_for(list(catalog()), reg.float_dtypes, [backend], ["CPU"], DEFAULT_AVAILABILITY_MODES)
+    modes = modes or DEFAULT_AVAILABILITY_MODES
+    for p in probes_for(list(catalog()), dtypes or reg.float_dtypes, [backend], ["CPU"], modes):
+        places = _kernel_places(reg, p) if backend == "tensorflow" else []
+        yield p, probe_record(p, 0, present, places, execute=execute)
+
+
+def backend_records(backend: str, path: Path, execute: bool) -> None:
+    """Worker side of ``--prove-flags``: the probe record of every cell of ``backend`` in the default
+    sweep (:func:`sweep_cells`), XLA cells compiled and run (``execute``) or as the probes take
+    them (lowered where proven); written to ``path`` as JSON (key -> fields)."""
+    if backend == "tensorflow":
+        from explorer.analysis.probe import _without_keras
+
+        _without_keras()  # as in the probe workers
     start = time.perf_counter()
     out = {}
-    for p in probes:
-        places = _kernel_places(reg, p) if backend == "tensorflow" else []
-        record = probe_record(p, 0, present, places, execute=True if execute else None)
+    for p, record in sweep_cells(backend, execute=True if execute else None):
         out[p.key] = {f: _comparable(f, record[f]) for f in RECORD_FIELDS}
     seconds = time.perf_counter() - start
     path.write_text(json.dumps({"records": out, "seconds": seconds, "cpu": time.process_time()}))
