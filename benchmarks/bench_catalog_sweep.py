@@ -172,12 +172,12 @@ def lowering_mismatches(devices: tuple[str, ...] | None = None) -> tuple[int, li
     """Every XLA cell of the catalog run both ways, here: lowered to HLO only, and compiled and
     run.  Returns the number of cells and a line for each whose status, phase, result dtype or
     first error line differs (the fallback device and its detail are compared too)."""
-    from explorer.analysis.probe import probe_xla_flags
+    from explorer.runtime.probe import probe_xla_flags
 
     os.environ.setdefault("XLA_FLAGS", probe_xla_flags())  # as in the probe workers
-    from explorer.analysis.registry import get_registry
     from explorer.backends import get_backend
     from explorer.ops import catalog
+    from explorer.runtime.registry import get_registry
 
     backend = get_backend("tensorflow")
     cells, mismatches = 0, []
@@ -229,11 +229,11 @@ def sweep_cells(
     dtypes, or ``dtypes``, x every mode it has but ``compile``, or ``modes``, on CPU), probed here
     one after another as a probe worker probes it (TensorFlow's with the registry's kernel
     places); yields ``(probe, record)``.  ``execute``: as :func:`probe_record`'s."""
-    from explorer.analysis.availability import DEFAULT_AVAILABILITY_MODES, _kernel_places, probes_for
-    from explorer.analysis.probe import probe_record
-    from explorer.analysis.registry import get_registry
     from explorer.backends import get_backend
     from explorer.ops import catalog
+    from explorer.queries.availability import DEFAULT_AVAILABILITY_MODES, _kernel_places, probes_for
+    from explorer.runtime.probe import probe_record
+    from explorer.runtime.registry import get_registry
 
     reg = get_registry()
     present = get_backend(backend).devices()
@@ -248,7 +248,7 @@ def backend_records(backend: str, path: Path, execute: bool) -> None:
     sweep (:func:`sweep_cells`), XLA cells compiled and run (``execute``) or as the probes take
     them (lowered where proven); written to ``path`` as JSON (key -> fields)."""
     if backend == "tensorflow":
-        from explorer.analysis.probe import _without_keras
+        from explorer.runtime.probe import _without_keras
 
         _without_keras()  # as in the probe workers
     start = time.perf_counter()
@@ -416,7 +416,7 @@ def main() -> None:
         backend_records(args.records[0], Path(args.records[1]), execute=not args.as_probed)
         return
     if args.prove_flags:
-        from explorer.analysis.probe import probe_xla_flags
+        from explorer.runtime.probe import probe_xla_flags
 
         backend = args.prove_flags
         os.environ.pop("PX_PROBE_XLA_FLAGS", None)

@@ -30,7 +30,7 @@ def _import_seconds() -> float:
 def run() -> list[tuple[str, float, str]]:
     from explorer.backends import get_backend
     from explorer.formats import all_values
-    from explorer.sandbox import Sandbox
+    from explorer.runtime.sandbox import Sandbox
 
     figures = [("import explorer (best of 5, fresh interpreter)", _import_seconds() * 1e3, "ms")]
     figures.append(

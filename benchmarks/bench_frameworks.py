@@ -25,7 +25,7 @@ COMPILE_OPS = ("exp", "sin", "add", "mul", "sum", "softmax")
 
 def _sweep(backend: str, mode: str, ops: list[str]) -> tuple[float, float, dict[str, int]]:
     """Seconds to start the worker (framework import), seconds to probe, and status counts."""
-    from explorer.sandbox import Sandbox
+    from explorer.runtime.sandbox import Sandbox
 
     box = Sandbox()
     counts: dict[str, int] = {}
@@ -86,7 +86,7 @@ def run() -> list[tuple[str, float, str]]:
     if importlib.util.find_spec("torch") is not None:
         figures.append(("torch.compile per op on CPU (compile + run)", _compile_per_op(), "s"))
         if importlib.util.find_spec("expecttest") is not None:
-            from explorer.analysis import torch_declared
+            from explorer.runtime import torch_declared
 
             with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"PX_CACHE_DIR": tmp}):
                 try:

@@ -56,8 +56,8 @@ def _in_process(repeats: int) -> list[tuple[str, float, str]]:
     """Seconds for one op's history (every shipped release, 4 dtypes, CPU) and one release's rows,
     computed again in this process."""
     from explorer.analysis import releases
-    from explorer.analysis.availability import availability
     from explorer.cli.kernels import HISTORY_DTYPES, history_cells, history_raw_ops
+    from explorer.queries.availability import availability
 
     figures = []
     start = time.perf_counter()

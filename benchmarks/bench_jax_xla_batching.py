@@ -36,7 +36,7 @@ import sys
 import time
 from typing import Any
 
-from explorer.analysis.probe import DEFAULT_PROBE_XLA_FLAGS
+from explorer.runtime.probe import DEFAULT_PROBE_XLA_FLAGS
 
 
 def one_by_one(dtype: str) -> dict[str, Any]:

@@ -15,10 +15,10 @@ import time
 
 
 def run() -> list[tuple[str, float, str]]:
-    from explorer.analysis.availability import availability
-    from explorer.analysis.registry import Registry, get_registry
     from explorer.ops import catalog
-    from explorer.sandbox import default_sandbox
+    from explorer.queries.availability import availability
+    from explorer.runtime.registry import Registry, get_registry
+    from explorer.runtime.sandbox import default_sandbox
 
     figures: list[tuple[str, float, str]] = []
     saved = os.environ.get("PX_CACHE_DIR")

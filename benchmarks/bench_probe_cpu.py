@@ -63,8 +63,8 @@ def _count_jax_compilations() -> dict[str, Any]:
 def measure(backend: str, modes: list[str] | None, dtypes: list[str] | None) -> dict[str, Any]:
     from bench_catalog_sweep import sweep_cells  # this directory is on sys.path when run as a script
 
-    from explorer.analysis.probe import init_worker, probe_xla_flags
     from explorer.backends import get_backend
+    from explorer.runtime.probe import init_worker, probe_xla_flags
 
     init_worker(backend, probe_xla_flags())
     compiling = _count_jax_compilations() if backend == "jax" else None

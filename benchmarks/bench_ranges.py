@@ -33,8 +33,8 @@ def _best_seconds(func: Callable[[], object], repeat: int = 7) -> float:
 
 
 def _sweep_all(op: str, fmt: str) -> None:
-    from explorer.analysis.accuracy import accuracy_from_sweep
-    from explorer.analysis.ranges import regions_from_sweep, sweep
+    from explorer.queries.accuracy import accuracy_from_sweep
+    from explorer.queries.ranges import regions_from_sweep, sweep
 
     s = sweep(op, fmt, ("numpy", "tensorflow", "emulated"))
     for name in s.runs:
@@ -43,7 +43,7 @@ def _sweep_all(op: str, fmt: str) -> None:
 
 
 def _reference_kinds_of_every_op() -> None:
-    from explorer.analysis.ranges import sweep, unary_ops
+    from explorer.queries.ranges import sweep, unary_ops
 
     for op in unary_ops():
         for fmt in ("float16", "bfloat16"):

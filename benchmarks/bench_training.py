@@ -14,9 +14,9 @@ import time
 
 def run() -> list[tuple[str, float, str]]:
     """Figures as (name, value, unit)."""
-    from explorer.analysis.fp8_training import compare_fp8
-    from explorer.analysis.training import DEFAULT_EPOCHS, POLICY_NAMES, load_digits_data, run_policies
     from explorer.backends.tensorflow_backend import import_tensorflow
+    from explorer.training import DEFAULT_EPOCHS, POLICY_NAMES, load_digits_data, run_policies
+    from explorer.training.fp8 import compare_fp8
 
     figures: list[tuple[str, float, str]] = []
     start = time.perf_counter()

@@ -44,7 +44,7 @@ def _visitor(directory: str, slots: int, policy: str, epochs: int, ready: Any, g
     import os
 
     import explorer
-    from explorer.analysis.training.queue import TrainingQueue
+    from explorer.training.queue import TrainingQueue
 
     app = explorer.App(load_tensorflow=False, tab="training")
     tab = app.select("training")
@@ -117,7 +117,7 @@ def measure(visitors: int, slots: int, policy: str = "float32", epochs: int = 1)
         for _ in procs:
             if not ready.acquire(timeout=600):
                 raise RuntimeError("a visitor did not get ready within 600 s")
-        from explorer.analysis.training.queue import TrainingQueue
+        from explorer.training.queue import TrainingQueue
 
         observed: list[int] = [0]
         done = threading.Event()

@@ -61,7 +61,7 @@ import registry_oracle
 
 if not registry_oracle.is_live():
     registry_oracle.snapshot()
-from explorer.analysis.registry import get_registry
+from explorer.runtime.registry import get_registry
 
 get_registry(where="here")
 EOF

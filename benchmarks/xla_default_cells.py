@@ -7,8 +7,8 @@ symbolic (XLA JIT) device, where TensorFlow does not look DEFAULT kernels up.
 
 from __future__ import annotations
 
-from explorer.analysis.registry import get_registry
 from explorer.backends import tensorflow_registry
+from explorer.runtime.registry import get_registry
 
 
 def main() -> None:

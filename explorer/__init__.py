@@ -22,7 +22,7 @@ The op catalog and the backends (one interface for every framework):
 
 Probes that may crash or hang run in the sandbox's worker processes:
 
->>> explorer.sandbox.default_sandbox().run("numpy", "exp", "float16").status.value
+>>> explorer.runtime.sandbox.default_sandbox().run("numpy", "exp", "float16").status.value
 'ok'
 
 Where an op overflows, and how accurate each backend is (exact over every float16 input):
@@ -45,30 +45,30 @@ from explorer.formats import Format, all_formats, all_values, decode, encode, re
 from explorer.outcome import STATUSES, Outcome, Status
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers and readers
-    from explorer import sandbox
-    from explorer.analysis.accuracy import accuracy
-    from explorer.analysis.availability import availability
     from explorer.analysis.bits import inspect_value
-    from explorer.analysis.ranges import op_regions
     from explorer.app import App
     from explorer.backends import get_backend
     from explorer.ops import catalog, get_op
+    from explorer.queries.accuracy import accuracy
+    from explorer.queries.availability import availability
+    from explorer.queries.ranges import op_regions
     from explorer.rounding import round_to
+    from explorer.runtime import sandbox
 
 __version__ = "0.1.0"
 
 #: public names loaded on first use: name -> (module, attribute or None for the module itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
     "App": ("explorer.app", "App"),
-    "accuracy": ("explorer.analysis.accuracy", "accuracy"),
-    "availability": ("explorer.analysis.availability", "availability"),
+    "accuracy": ("explorer.queries.accuracy", "accuracy"),
+    "availability": ("explorer.queries.availability", "availability"),
     "catalog": ("explorer.ops", "catalog"),
     "get_backend": ("explorer.backends", "get_backend"),
     "get_op": ("explorer.ops", "get_op"),
     "inspect_value": ("explorer.analysis.bits", "inspect_value"),
-    "op_regions": ("explorer.analysis.ranges", "op_regions"),
+    "op_regions": ("explorer.queries.ranges", "op_regions"),
     "round_to": ("explorer.rounding", "round_to"),
-    "sandbox": ("explorer.sandbox", None),
+    "sandbox": ("explorer.runtime.sandbox", None),
 }
 
 

@@ -35,20 +35,61 @@ SEED_ERROR = (
     "  device='CPU'; Tidx in [DT_DOUBLE]\n"
     "  device='CPU'; Tidx in [DT_FLOAT]\n"
 )
-TORCH_ERROR = 'RuntimeError: "addmm_impl_cpu_" not implemented for \'Half\''
+TORCH_ERROR = "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'"
 
 #: name -> the CLI's arguments (``--json`` is added); the README's commands, one case per verb and mode
 CLI_CASES: dict[str, list[str]] = {
     "kernels_seed": ["kernels", "--op", "range", "--dtype", "float16", "--device", "CPU"],
     "kernels_registry_eager": [
-        "kernels", "--op", "cholesky", "--dtype", "float16", "--dtype", "bfloat16",
-        "--mode", "registry", "--mode", "eager",
-    ],  # fmt: skip
+        "kernels",
+        "--op",
+        "cholesky",
+        "--dtype",
+        "float16",
+        "--dtype",
+        "bfloat16",
+        "--mode",
+        "registry",
+        "--mode",
+        "eager",
+    ],
     "kernels_raw_op": ["kernels", "--op", "Qr", "--mode", "registry"],
     "kernels_tf_xla": ["kernels", "--op", "exp", "--dtype", "float16", "--mode", "xla"],
-    "kernels_torch_compile": ["kernels", "--backend", "torch", "--mode", "compile", "--op", "exp", "--dtype", "float16"],
-    "kernels_torch_eager": ["kernels", "--backend", "torch", "--op", "qr", "--dtype", "float16", "--dtype", "bfloat16"],
-    "kernels_jax": ["kernels", "--backend", "jax", "--mode", "eager", "--mode", "xla", "--op", "fft", "--dtype", "float16"],
+    "kernels_torch_compile": [
+        "kernels",
+        "--backend",
+        "torch",
+        "--mode",
+        "compile",
+        "--op",
+        "exp",
+        "--dtype",
+        "float16",
+    ],
+    "kernels_torch_eager": [
+        "kernels",
+        "--backend",
+        "torch",
+        "--op",
+        "qr",
+        "--dtype",
+        "float16",
+        "--dtype",
+        "bfloat16",
+    ],
+    "kernels_jax": [
+        "kernels",
+        "--backend",
+        "jax",
+        "--mode",
+        "eager",
+        "--mode",
+        "xla",
+        "--op",
+        "fft",
+        "--dtype",
+        "float16",
+    ],
     "kernels_numpy_emulated": ["kernels", "--backend", "numpy", "--backend", "emulated", "--group", "linalg"],
     "kernels_history": ["kernels", "--op", "range", "--dtype", "float16", "--history"],
     "kernels_other_release": ["kernels", "--op", "Range", "--tf-version", "2.15.0", "--mode", "registry"],
@@ -56,10 +97,30 @@ CLI_CASES: dict[str, list[str]] = {
     "explain_torch_no_run": ["explain", "--no-run", TORCH_ERROR],
     "ranges_op": ["ranges", "--dtype", "float16", "--dtype", "bfloat16", "--op", "exp"],
     "ranges_line": ["ranges", "--dtype", "float8_e4m3fn"],
-    "accuracy": ["accuracy", "--op", "tanh", "--dtype", "bfloat16", "--backend", "numpy", "--backend", "emulated"],
+    "accuracy": [
+        "accuracy",
+        "--op",
+        "tanh",
+        "--dtype",
+        "bfloat16",
+        "--backend",
+        "numpy",
+        "--backend",
+        "emulated",
+    ],
     "bits": ["bits", "0.1", "--dtype", "float8_e4m3fn", "--dtype", "float16"],
     "formats": ["formats"],
-    "train": ["train", "--policy", "float32", "--policy", "mixed_float16", "--scenario", "underflow", "--epochs", "2"],
+    "train": [
+        "train",
+        "--policy",
+        "float32",
+        "--policy",
+        "mixed_float16",
+        "--scenario",
+        "underflow",
+        "--epochs",
+        "2",
+    ],
     "app_dry_run": ["app", "--dry-run"],
     "lab_dry_run": ["lab", "--dry-run"],
 }
@@ -112,7 +173,9 @@ def widget_text(widget: Any) -> list[str]:
             if mime in data:
                 lines.append(f"{kind} {mime}: {data[mime]}")
         if "image/png" in data:
-            lines.append(f"{kind} image/png sha256 {hashlib.sha256(str(data['image/png']).encode()).hexdigest()}")
+            lines.append(
+                f"{kind} image/png sha256 {hashlib.sha256(str(data['image/png']).encode()).hexdigest()}"
+            )
         if "text" in output:
             lines.append(f"{kind} stream: {output['text']}")
     for attribute in ("description", "value", "placeholder", "options"):

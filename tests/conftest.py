@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from explorer.analysis.probe import DEFAULT_PROBE_XLA_FLAGS
+from explorer.runtime.probe import DEFAULT_PROBE_XLA_FLAGS
 
 # TensorFlow's C++ log lines are noise in test output.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # XLA compiles under the flags the app's probe workers use (LLVM optimisation off, elemental
-# emitters; explorer.analysis.probe.DEFAULT_PROBE_XLA_FLAGS), in the test process and in every
+# emitters; explorer.runtime.probe.DEFAULT_PROBE_XLA_FLAGS), in the test process and in every
 # process it starts, so the tests check what the probes run.  `XLA_FLAGS= python -m pytest`
 # runs them under the frameworks' own defaults.
 os.environ.setdefault("XLA_FLAGS", DEFAULT_PROBE_XLA_FLAGS)
@@ -24,6 +24,6 @@ def _app_probe_workers_stopped_after_each_module() -> Iterator[None]:
     worker slots while its workers live; stopping them after each module leaves the slots to the
     processes the next modules start (Voila kernels, CLI runs), as a visitor's idle release would."""
     yield
-    from explorer.analysis.probe import app_probe_sandbox
+    from explorer.runtime.probe import app_probe_sandbox
 
     app_probe_sandbox().close()

@@ -15,7 +15,7 @@ import numpy as np
 import oracles  # tests/ is on sys.path
 import pytest
 
-from explorer.analysis.accuracy import DEFINITIONS, accuracy, ulp_distance, ulp_error, ulp_of, ulp_steps
+from explorer.queries.accuracy import DEFINITIONS, accuracy, ulp_distance, ulp_error, ulp_of, ulp_steps
 
 
 def _float16_values() -> np.ndarray:

@@ -489,9 +489,9 @@ def test_kernels_heatmap_cells_match_a_separate_reading_of_the_registry(app: Any
     by tests/registry_oracle.py; CPU and GPU columns side by side, GPU cells marked declared."""
     from registry_oracle import oracle
 
-    from explorer.analysis.registry import get_registry
     from explorer.ops import catalog
     from explorer.outcome import STATUSES
+    from explorer.runtime.registry import get_registry
 
     glyphs = {"ok": "+", "no_kernel": "N", "unsupported_dtype": "U"}
     colours = {"ok": "#44bbee", "no_kernel": "#cc0000", "unsupported_dtype": "#552211"}
@@ -546,10 +546,10 @@ def test_kernels_heatmap_follows_each_op_and_dtypes_change(app: Any, monkeypatch
     it names, and each cell's colour, glyph and hover text are those of ``availability()``'s rows
     for that selection, computed here apart from the app; each axis gets its tick labels before
     its tick values (bqplot's axis view draws tick values sent first with the old labels)."""
-    from explorer.analysis.availability import availability
-    from explorer.analysis.registry import get_registry
     from explorer.ops import catalog
     from explorer.outcome import STATUSES
+    from explorer.queries.availability import availability
+    from explorer.runtime.registry import get_registry
 
     glyphs = {"ok": "+", "no_kernel": "N", "unsupported_dtype": "U"}
     colours = {"ok": "#44bbee", "no_kernel": "#cc0000", "unsupported_dtype": "#552211"}
@@ -644,7 +644,7 @@ def test_kernels_heatmap_click_shows_the_real_error_and_workaround_escaped(app: 
     escaped; the hover table's title attribute holds the error with no raw newline."""
     import pandas as pd
 
-    from explorer.analysis.availability import EXTRA_DEFAULTS, AvailabilityResult
+    from explorer.queries.availability import EXTRA_DEFAULTS, AvailabilityResult
 
     error = 'NotFoundError: no <kernel> for "Exp"\nsecond line & more'
     base = dict(EXTRA_DEFAULTS, backend="tensorflow", op="exp", raw_op="Exp", device="CPU", mode="eager")
@@ -721,7 +721,7 @@ def test_failed_tensorflow_load_is_reported_readably(registry_at_hand: bool, mon
     """Without a registry at hand the kernels tab says it needs TensorFlow; with the shipped one
     it still shows the declared rows.  Either way the banner gives the import error, no traceback."""
     import explorer
-    from explorer.analysis import registry
+    from explorer.runtime import registry
 
     monkeypatch.setattr(registry, "available_without_tensorflow", lambda: registry_at_hand)
 
@@ -949,7 +949,7 @@ def tf_app() -> Any:
 
 @pytest.mark.slow
 def test_kernels_tab_shows_the_registry_and_follows_the_dtype(tf_app: Any) -> None:
-    from explorer.analysis.registry import get_registry
+    from explorer.runtime.registry import get_registry
 
     tab = tf_app.select("kernels")
     before = (tab.heatmap.grid.columns, tab.heatmap.cells.color.tolist())
@@ -969,8 +969,8 @@ def test_kernels_tab_shows_the_registry_and_follows_the_dtype(tf_app: Any) -> No
 
 @pytest.mark.slow
 def test_kernels_tab_loads_a_snapshot_from_another_machine(tf_app: Any, tmp_path: Path) -> None:
-    from explorer.analysis.availability import availability
-    from explorer.analysis.snapshot import save_snapshot
+    from explorer.queries.availability import availability
+    from explorer.queries.snapshot import save_snapshot
 
     result = availability(
         ops=["cholesky", "matmul"],
@@ -1004,7 +1004,7 @@ def test_kernels_tab_loads_a_snapshot_from_another_machine(tf_app: Any, tmp_path
 
 @pytest.mark.slow
 def test_environment_tab_counts_gpu_kernels_from_the_registry(tf_app: Any) -> None:
-    from explorer.analysis.registry import get_registry
+    from explorer.runtime.registry import get_registry
 
     tab = tf_app.select("environment")
     assert png_of(tab)
@@ -1017,7 +1017,7 @@ def test_environment_tab_counts_gpu_kernels_from_the_registry(tf_app: Any) -> No
 
 @pytest.mark.slow
 def test_training_tab_trains_live_and_cancels(tf_app: Any, tmp_path: Path) -> None:
-    from explorer.analysis.training.queue import TrainingQueue
+    from explorer.training.queue import TrainingQueue
 
     tab = tf_app.select("training")
     tab.queue = TrainingQueue(tmp_path, slots=2)  # a queue of its own: no other run on the machine waits
@@ -1081,10 +1081,10 @@ def test_probe_now_waits_for_a_worker_slot_of_the_machine(
     from test_sweep_cache import HOLD_A_SLOT
     from test_training_queue import _wait_until
 
-    from explorer.analysis.probe import app_probe_sandbox
-    from explorer.analysis.worker_slots import machine_slots
     from explorer.app import App
     from explorer.backends import get_backend
+    from explorer.runtime.probe import app_probe_sandbox
+    from explorer.runtime.worker_slots import machine_slots
 
     monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("PX_WORKER_SLOTS", "1")
@@ -1208,7 +1208,7 @@ _VIEWING_VISITOR = r"""
 import json, sys, time
 import ipywidgets as widgets
 import explorer
-from explorer.analysis.sweep_cache import sweep_sandbox
+from explorer.runtime.sweep_store import sweep_sandbox
 
 def markup(widget):
     found = []

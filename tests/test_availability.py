@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from registry_oracle import Oracle, oracle
 
-from explorer.analysis import availability as av
-from explorer.analysis.probe import Probe, run_probes
-from explorer.analysis.registry import Registry, get_registry
-from explorer.analysis.snapshot import diff_snapshots, load_snapshot, save_snapshot
-from explorer.analysis.workarounds import workaround_result_dtype
 from explorer.outcome import Status
-from explorer.sandbox import Sandbox, default_sandbox
+from explorer.queries import availability as av
+from explorer.queries.snapshot import diff_snapshots, load_snapshot, save_snapshot
+from explorer.runtime.probe import Probe, run_probes
+from explorer.runtime.registry import Registry, get_registry
+from explorer.runtime.sandbox import Sandbox, default_sandbox
+from explorer.runtime.workarounds import workaround_result_dtype
 
 RAN = ("ok", "fallback")
 SEED_OPS = ("range", "cholesky", "exp")
@@ -471,7 +471,8 @@ def test_torch_compile_cells_when_asked_cached_by_mode_and_version(monkeypatch: 
     """Compile cells are in the matrix when asked for (and only then), for torch alone, with the
     status a direct torch.compile run gives, compared with OpInfo's CPU dtypes; they are stored per
     mode, and a different torch version is a different cache."""
-    from explorer.analysis import envcache, probe_cache
+    from explorer.runtime import envcache
+    from explorer.runtime import probe_store as probe_cache
 
     default = av.availability(ops=["exp"], dtypes=["float16"], backends=["torch"], progress=False)
     assert set(default.rows["mode"]) == {"registry", "eager"}  # compile is asked for by name
@@ -519,7 +520,7 @@ def test_records_are_plain_python_values_row_by_row() -> None:
     import numpy as np
     import pandas as pd
 
-    from explorer.analysis.availability import EXTRA_KEYS, ROW_KEYS, AvailabilityResult
+    from explorer.queries.availability import EXTRA_KEYS, ROW_KEYS, AvailabilityResult
 
     columns = list(ROW_KEYS) + list(EXTRA_KEYS)
     rows = [dict.fromkeys(columns, "") for _ in range(3)]
@@ -540,7 +541,7 @@ def test_records_are_plain_python_values_row_by_row() -> None:
 def test_a_background_read_returns_its_value_or_raises_its_error_in_the_caller() -> None:
     import threading
 
-    from explorer.analysis.availability import _InBackground
+    from explorer.queries.availability import _InBackground
 
     seen: list[str] = []
     done = _InBackground(lambda a, b: seen.append(threading.current_thread().name) or a + b, 2, 3)

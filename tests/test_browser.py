@@ -222,8 +222,8 @@ def kernel_children(pid: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def voila_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    from explorer.analysis.training.queue import DIR_ENV as TRAINING_QUEUE_DIR
     from explorer.cli.app import start_first_view, voila_command, voila_env, write_offline_template
+    from explorer.training.queue import DIR_ENV as TRAINING_QUEUE_DIR
 
     tmp = tmp_path_factory.mktemp("voila")
     port = free_port()

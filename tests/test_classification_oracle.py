@@ -30,7 +30,7 @@ import numpy as np
 import oracles  # tests/ is on sys.path
 import pytest
 
-from explorer.analysis import ranges as R
+from explorer.queries import ranges as R
 
 FORMATS = ("float16", "bfloat16")
 OPS = tuple(oracles.UNARY)

@@ -227,8 +227,8 @@ def test_every_verb_prints_environment_and_result(
     app = _document(capsys, "app", "--dry-run", "--port", "8898")
     assert app["url"] == "http://127.0.0.1:8898/" and "--port=8898" in app["command"]
     # train, without training: the verb's own JSON around what run_policies returns
-    import explorer.analysis.training as training
     import explorer.backends.tensorflow_backend as tf_backend
+    import explorer.training as training
 
     class Trained:
         def to_dict(self) -> dict[str, Any]:
@@ -312,8 +312,8 @@ def test_raw_op_spelling_in_a_snapshot(capsys: Any, tmp_path: Path) -> None:
 
 
 def test_resolve_op_names_follows_the_spelling() -> None:
-    from explorer.analysis.registry import get_registry
     from explorer.cli.kernels import resolve_op_names
+    from explorer.runtime.registry import get_registry
 
     asked: list[str] = []
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from registry_oracle import Oracle, oracle
 
-from explorer.analysis.availability import ROW_KEYS
-from explorer.analysis.registry import get_registry
 from explorer.cli import main
+from explorer.queries.availability import ROW_KEYS
+from explorer.runtime.registry import get_registry
 
 CPU_DEVICE_TYPE = {"eager": "CPU", "xla": "XLA_CPU_JIT"}
 HOW = {"eager": "eagerly", "xla": "under XLA"}
@@ -186,7 +186,7 @@ def test_raw_op_without_catalog_entry(capsys) -> None:  # type: ignore[no-untype
 
 
 def test_gpu_rows_without_a_gpu(capsys) -> None:  # type: ignore[no-untyped-def]
-    from explorer.sandbox import default_sandbox, warm_backend
+    from explorer.runtime.sandbox import default_sandbox, warm_backend
 
     if "GPU" in default_sandbox().call("tensorflow", warm_backend, "tensorflow", timeout=300):
         pytest.skip("this machine has a GPU")
@@ -261,8 +261,8 @@ def test_live_tf_version_of_the_installed_release_equals_the_live_registry(capsy
     import pandas as pd
 
     from explorer.analysis import releases
-    from explorer.analysis.availability import availability
     from explorer.backends.tensorflow_registry import Registry, read_registry_data
+    from explorer.queries.availability import availability
 
     live = Registry(read_registry_data())
     if live.tf_version not in releases.shipped_releases():

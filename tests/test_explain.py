@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from explorer.analysis import releases
-from explorer.analysis.diagnose import diagnose
 from explorer.analysis.error_text import MAX_TEXT_BYTES, PATTERNS, parse_error
 from explorer.cli import main
+from explorer.queries.diagnose import diagnose
 
 # ------------------------------------------------------------------------------------ fixtures
 
@@ -418,7 +418,7 @@ def test_real_tensorflow_errors_raised_here(tf_run: dict[str, Any]) -> None:
     # the kernel list of the real Cholesky error is what the installed release's registry has
     parsed = parse_error(tf_run["cholesky_float16"])
     assert parsed is not None
-    from explorer.analysis.registry import get_registry
+    from explorer.runtime.registry import get_registry
 
     reg = get_registry()
     for device in ("CPU", "GPU", "XLA_CPU_JIT"):

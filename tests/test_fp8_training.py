@@ -8,8 +8,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from explorer.analysis import fp8_training as F
-from explorer.analysis.fp8_training import (
+from explorer.training import fp8 as F
+from explorer.training import load_digits_data
+from explorer.training.fp8 import (
     DelayedScaler,
     Fp8Config,
     Fp8EpochRecord,
@@ -18,7 +19,6 @@ from explorer.analysis.fp8_training import (
     quantize,
     train_fp8,
 )
-from explorer.analysis.training import load_digits_data
 
 E4M3 = ml_dtypes.float8_e4m3fn
 E5M2 = ml_dtypes.float8_e5m2

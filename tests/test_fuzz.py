@@ -156,7 +156,7 @@ def _group(name: str) -> None:
 
 
 def _policy(name: str) -> Any:
-    from explorer.analysis.training import policy_spec
+    from explorer.training import policy_spec
 
     return policy_spec(name)
 
@@ -431,10 +431,10 @@ class _BlockTensorFlow(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 @contextlib.contextmanager
 def guards() -> Iterator[None]:
     """Make TensorFlow, the registry, an availability sweep and the sandbox raise ReachedWork."""
-    import explorer.analysis.availability as availability
-    import explorer.analysis.registry as registry
     import explorer.backends.tensorflow_backend as tf_backend
-    import explorer.sandbox as sandbox
+    import explorer.queries.availability as availability
+    import explorer.runtime.registry as registry
+    import explorer.runtime.sandbox as sandbox
 
     def refuse(what: str) -> Callable[..., Any]:
         def raise_it(*args: Any, **kwargs: Any) -> Any:
@@ -616,11 +616,12 @@ training_fields = st.dictionaries(
 
 def _call(kind: str, args: tuple[Any, ...]) -> Any:
     """Call the API function ``kind`` with ``args``; returns its result."""
-    from explorer.analysis import accuracy, bits, ranges
-    from explorer.analysis.training import TrainingConfig
+    from explorer.analysis import bits
     from explorer.backends import get_backend, normalize_device
     from explorer.formats import resolve
     from explorer.ops import get_op
+    from explorer.queries import accuracy, ranges
+    from explorer.training import TrainingConfig
 
     if kind == "TrainingConfig":
         return TrainingConfig(**args[0]).validated()
@@ -641,13 +642,13 @@ def _call(kind: str, args: tuple[Any, ...]) -> Any:
 
 def _wrong(kind: str, result: Any) -> str | None:
     """Why ``result`` is not what ``kind`` should return (None when it is)."""
-    from explorer.analysis.accuracy import AccuracyResult
     from explorer.analysis.bits import BitInfo
-    from explorer.analysis.ranges import BinaryMap, NumberLine, OpRegions
-    from explorer.analysis.training import POLICY_NAMES, TrainingConfig
     from explorer.backends import DEVICE_TYPES, Backend
     from explorer.formats import Format
     from explorer.ops import Op
+    from explorer.queries.accuracy import AccuracyResult
+    from explorer.queries.ranges import BinaryMap, NumberLine, OpRegions
+    from explorer.training import POLICY_NAMES, TrainingConfig
 
     expected: dict[str, Any] = {
         "resolve": Format,

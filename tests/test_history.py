@@ -21,8 +21,9 @@ import hostile
 import pytest
 from test_releases import CASES, _index, expected_status, raw
 
-from explorer.analysis import registry, releases
+from explorer.analysis import releases
 from explorer.cli import main
+from explorer.runtime import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the user's device name for a registry device type
@@ -240,10 +241,10 @@ def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def no_sandbox() -> Any:
         raise AssertionError("a TensorFlow worker was started")
 
-    import explorer.sandbox
+    import explorer.runtime.sandbox
 
     monkeypatch.setattr(registry, "read_registry_data", read_here)
-    monkeypatch.setattr(explorer.sandbox, "default_sandbox", no_sandbox)
+    monkeypatch.setattr(explorer.runtime.sandbox, "default_sandbox", no_sandbox)
     return reads
 
 

@@ -10,7 +10,7 @@ HEAVY = ("tensorflow", "torch", "keras", "matplotlib.pyplot", "ipywidgets", "jax
 
 def test_import_explorer_imports_no_framework():
     code = (
-        "import sys, explorer, explorer.ops, explorer.backends, explorer.sandbox, explorer.cli;"
+        "import sys, explorer, explorer.ops, explorer.backends, explorer.runtime.sandbox, explorer.cli;"
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -187,7 +187,7 @@ def test_float6_cannot_be_held_and_its_creation_ops_abort(jax):
         outcome = get_backend("jax").run("exp", fmt, mode="xla")
         assert outcome.status is Status.UNSUPPORTED_DTYPE and outcome.phase is Phase.OP_BUILD
         assert "Unknown NumPy dtype" in outcome.error or "Invalid XLA PrimitiveType" in outcome.error
-    from explorer.sandbox import Sandbox
+    from explorer.runtime.sandbox import Sandbox
 
     box = Sandbox()
     try:
@@ -357,7 +357,7 @@ def test_jax_probes_compile_because_some_cells_lower_but_do_not_compile(jax: Any
     and XLA:CPU then cannot legalize it, so lowering alone would say ``ok``; the probe record (as
     the sweep makes it) compiles and says ``no_kernel`` at ``xla_compile``, as jitting and
     running it directly does."""
-    from explorer.analysis.probe import Probe, probe_record
+    from explorer.runtime.probe import Probe, probe_record
 
     lowered = get_backend("jax").run("erfc", "float8_e4m3fn", mode="xla", execute=False)
     assert lowered.status is Status.OK and lowered.result is None

@@ -86,8 +86,8 @@ def test_glyph_text_reads_on_its_cell() -> None:
 
 
 def test_every_policy_and_format_has_a_colour() -> None:
-    from explorer.analysis.training.config import ALL_POLICY_NAMES
     from explorer.formats import FORMAT_NAMES
+    from explorer.training.config import ALL_POLICY_NAMES
 
     assert set(ALL_POLICY_NAMES) <= set(palette.POLICY_COLORS)
     assert len({palette.policy_color(p) for p in ALL_POLICY_NAMES}) == len(ALL_POLICY_NAMES)

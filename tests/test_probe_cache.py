@@ -21,12 +21,13 @@ from typing import Any
 
 import pytest
 
-from explorer.analysis import availability as av
-from explorer.analysis import envcache, probe_cache, registry
-from explorer.analysis.probe import Probe, failure_record, probe_record
-from explorer.analysis.registry import DATA_VERSION, Registry, get_registry
 from explorer.backends import get_backend
 from explorer.outcome import Status
+from explorer.queries import availability as av
+from explorer.runtime import envcache, registry
+from explorer.runtime import probe_store as probe_cache
+from explorer.runtime.probe import Probe, failure_record, probe_record
+from explorer.runtime.registry import DATA_VERSION, Registry, get_registry
 
 DTYPES = ["float16", "bfloat16"]
 BACKENDS = ["numpy", "emulated"]
@@ -219,8 +220,8 @@ def test_a_sweep_killed_with_sigkill_keeps_what_finished(cache: Path, truth: dic
     script = textwrap.dedent(
         f"""
         import sys, time
-        from explorer.analysis import availability as av
-        from explorer.analysis.registry import Registry
+        from explorer.queries import availability as av
+        from explorer.runtime.registry import Registry
 
         real = av.run_probes
 

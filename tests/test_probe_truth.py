@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from explorer.analysis.explain import explain
-from explorer.analysis.registry import get_registry
 from explorer.backends import get_backend
 from explorer.backends.tensorflow_backend import (
     build_detail,
@@ -26,6 +25,7 @@ from explorer.backends.tensorflow_backend import (
 from explorer.formats import resolve
 from explorer.ops import catalog, get_op
 from explorer.outcome import Phase
+from explorer.runtime.registry import get_registry
 
 
 @pytest.fixture(scope="module")
@@ -236,7 +236,7 @@ def test_lowering_to_hlo_answers_as_compiling_and_running_does(backend: Any, nam
 
 
 def test_jax_and_tensorflow_probes_each_get_two_workers_on_two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    from explorer.analysis import probe
+    from explorer.runtime import probe
 
     monkeypatch.delenv("PX_PROBE_WORKERS", raising=False)
     monkeypatch.setattr(probe.os, "cpu_count", lambda: 2)
@@ -260,8 +260,8 @@ def test_jax_probes_run_in_their_own_workers_started_with_the_jax_probe_flags(
     """Observed in the workers themselves: every worker that ran a JAX probe has XLA_FLAGS set to
     LLVM optimisation off and XLA:CPU's fusion emitters off (``--prove-flags jax``: no record
     differs from JAX's defaults), and none of them is the plain ``jax`` worker of ``Sandbox.run``."""
-    from explorer.analysis.probe import Probe, run_probes
-    from explorer.sandbox import Sandbox
+    from explorer.runtime.probe import Probe, run_probes
+    from explorer.runtime.sandbox import Sandbox
 
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     monkeypatch.delenv("PX_PROBE_XLA_FLAGS", raising=False)
@@ -288,7 +288,7 @@ def test_an_xla_probe_runs_what_it_compiles_so_a_wrong_result_is_seen(tf: Any) -
     a probe that stopped at the lowering would call the cell ``ok``.  The probe's record is
     compared with the singular values of the same input computed here, compiled by
     ``tf.function(jit_compile=True)`` and by NumPy in float64."""
-    from explorer.analysis.probe import Probe, probe_record
+    from explorer.runtime.probe import Probe, probe_record
 
     op = get_op("svd")
     (a,) = op.inputs(0)

@@ -11,9 +11,9 @@ import numpy as np
 import oracles  # tests/ is on sys.path
 import pytest
 
-from explorer.analysis import ranges as R
 from explorer.formats import all_formats, from_ordinals, ordinals, resolve
 from explorer.ops import Op, uniform
+from explorer.queries import ranges as R
 
 ALL16 = np.arange(1 << 16, dtype=np.uint16)
 

@@ -606,7 +606,7 @@ def test_registry_device() -> None:
 
 
 def test_get_registry_rejects_an_unknown_source() -> None:
-    from explorer.analysis.registry import get_registry
+    from explorer.runtime.registry import get_registry
 
     with pytest.raises(ValueError, match="unknown where 'moon'; valid: auto, here, sandbox"):
         get_registry(where="moon")

@@ -19,7 +19,7 @@ import _faults  # tests/ is on sys.path under pytest's default import mode
 import pytest
 
 from explorer.outcome import Status
-from explorer.sandbox import ItemResult, Sandbox, SandboxCrash, SandboxError, SandboxTimeout
+from explorer.runtime.sandbox import ItemResult, Sandbox, SandboxCrash, SandboxError, SandboxTimeout
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -185,7 +185,7 @@ def test_map_stopped_by_its_callback_delivers_nothing_more(sandbox):
 
 
 def test_a_reply_to_an_earlier_request_is_discarded():
-    from explorer.sandbox import _Worker
+    from explorer.runtime.sandbox import _Worker
 
     worker = _Worker("ids")
     try:
@@ -262,8 +262,8 @@ def test_probes_that_print_or_exit_leave_the_callers_json_and_exit_status_alone(
         """
         import json
         import _faults
-        from explorer.analysis.probe import Probe, run_probes
-        from explorer.sandbox import Sandbox
+        from explorer.runtime.probe import Probe, run_probes
+        from explorer.runtime.sandbox import Sandbox
 
         box = Sandbox()
         box.call("numpy", _faults.misbehave_in_backend, "numpy", {"log": "chatter", "sqrt": "exit"})
@@ -326,7 +326,7 @@ def test_worker_dies_with_its_parent():
     driver = _driver(
         """
         import _faults
-        from explorer.sandbox import Sandbox
+        from explorer.runtime.sandbox import Sandbox
 
         box = Sandbox()
         print(box.call("k", _faults.pid, timeout=60), flush=True)
@@ -366,7 +366,7 @@ def slow_behave(item: object) -> object:
 
 
 def test_map_parallel_shares_items_among_workers_and_reports_in_the_calling_thread(sandbox):
-    from explorer.sandbox import Group
+    from explorer.runtime.sandbox import Group
 
     caller = threading.get_ident()
     seen: list[tuple[int, int, int]] = []

@@ -19,16 +19,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from explorer.analysis import snapshot_schema as schema
-from explorer.analysis.availability import EXTRA_KEYS, ROW_KEYS, AvailabilityResult
-from explorer.analysis.snapshot import (
+from explorer.cli import main
+from explorer.outcome import STATUSES
+from explorer.queries.availability import EXTRA_KEYS, ROW_KEYS, AvailabilityResult
+from explorer.queries.snapshot import (
     SnapshotWarning,
     diff_snapshots,
     load_snapshot,
     parse_snapshot,
     save_snapshot,
 )
-from explorer.cli import main
-from explorer.outcome import STATUSES
 from explorer.textsafety import strip_control
 
 COLUMNS = [*ROW_KEYS, *EXTRA_KEYS]

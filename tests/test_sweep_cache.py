@@ -1,4 +1,4 @@
-"""The on-disk cache of worker-made sweep runs (explorer/analysis/sweep_cache.py) trusts nothing
+"""The on-disk cache of worker-made sweep runs (explorer/runtime/sweep_store.py) trusts nothing
 it reads: a crafted, tampered, misplaced or corrupt entry is never returned, is deleted and the
 run is made again in a worker; nothing stored is ever unpickled or executed.
 
@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from explorer.analysis import sweep_cache
-from explorer.analysis.ranges import sweep
-from explorer.analysis.sweep_cache import SweepStore, WorkerRunner
+from explorer.queries.ranges import sweep
+from explorer.runtime import sweep_store as sweep_cache
+from explorer.runtime.sweep_store import SweepStore, WorkerRunner
 
 
 def every_float16() -> np.ndarray:

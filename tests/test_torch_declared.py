@@ -21,8 +21,8 @@ import numpy as np
 import oracles  # tests/ is on sys.path
 import pytest
 
-from explorer.analysis import torch_declared
 from explorer.ops import catalog, get_op
+from explorer.runtime import torch_declared
 
 _ORACLE = textwrap.dedent(
     """
@@ -98,7 +98,7 @@ def test_reading_leaves_this_process_alone(opinfo):
 def test_disk_cache_answers_without_a_worker(opinfo, monkeypatch, tmp_path):
     monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(torch_declared, "_DATA", None)
-    from explorer.analysis.envcache import write_cache_json
+    from explorer.runtime.envcache import write_cache_json
 
     write_cache_json(tmp_path / torch_declared._disk_name(), opinfo)
 
@@ -230,7 +230,7 @@ def test_declared_status_tells_a_device_gap_from_a_refused_dtype(opinfo):
 def test_availability_shows_opinfo_rows_and_flags_disagreements(opinfo, oracle):
     """The kernels matrix has PyTorch's declared rows (mode registry) beside its probes, with the
     statuses the separate reading of op_db gives, and flags a probe that contradicts them."""
-    from explorer.analysis.availability import availability
+    from explorer.queries.availability import availability
 
     result = availability(
         ops=["exp", "cholesky", "matmul"],

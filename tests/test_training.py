@@ -9,8 +9,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from explorer.analysis import training as T
-from explorer.analysis.training import (
+from explorer import training as T
+from explorer.training import (
     POLICY_NAMES,
     EpochRecord,
     GradientHistogram,

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from explorer.analysis.training.queue import (
+from explorer.training.queue import (
     Place,
     TrainingQueue,
     check_slots,
@@ -222,7 +222,7 @@ def test_slot_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_queue_lives_in_the_cache_dir_or_where_it_is_told(tmp_path: Path) -> None:
     import tempfile
 
-    from explorer.analysis.training.queue import queue_dir
+    from explorer.training.queue import queue_dir
 
     assert queue_dir({"PX_TRAINING_QUEUE_DIR": str(tmp_path / "q")}) == tmp_path / "q"
     with pytest.MonkeyPatch.context() as mp:
@@ -257,8 +257,8 @@ def test_process_start_time_matches_proc() -> None:
 
 
 def test_every_record_class_survives_pickling() -> None:
-    from explorer.analysis.fp8_training import Fp8EpochRecord, Fp8StepRecord
-    from explorer.analysis.training import EpochRecord, GradientHistogram, StepRecord
+    from explorer.training import EpochRecord, GradientHistogram, StepRecord
+    from explorer.training.fp8 import Fp8EpochRecord, Fp8StepRecord
 
     records = [
         StepRecord("float16", 3, 0, 2.1, 0.25, 32768.0, 0.1, 0.01, 0.0, False, 0.002, 0.1),
@@ -277,7 +277,7 @@ _KERNEL_SCRIPT = """
 import json, sys
 from pathlib import Path
 import explorer
-from explorer.analysis.training.queue import TrainingQueue
+from explorer.training.queue import TrainingQueue
 
 app = explorer.App(load_tensorflow=False, tab="training")
 tab = app.select("training")
@@ -326,11 +326,11 @@ def test_the_tab_trains_in_workers_and_the_kernel_never_imports_tensorflow(tmp_p
     assert got["figure"]
     assert "all at step 7" in got["details"]  # the one Keras run: its last step
     # oracles: the same runs in this process
-    from explorer.analysis.fp8_training import train_fp8
+    from explorer.training.fp8 import train_fp8
 
     fp8 = train_fp8(scaling="delayed", epochs=2, max_train_samples=256)
     np.testing.assert_allclose(got["fp8_losses"], [s.loss for s in fp8.steps], rtol=1e-6)
-    from explorer.analysis.training import train
+    from explorer.training import train
 
     f32 = train(policy="float32", epochs=2, max_train_samples=256, histogram_steps=(0, -1))
     np.testing.assert_allclose(got["f32_losses"], [s.loss for s in f32.steps], rtol=1e-4)
@@ -340,8 +340,8 @@ def test_the_tab_trains_in_workers_and_the_kernel_never_imports_tensorflow(tmp_p
 
 @pytest.mark.slow
 def test_comparisons_queue_together_and_cancel_kills_the_workers(tmp_path: Path) -> None:
-    from explorer.analysis.training.parallel import train_in_workers
-    from explorer.analysis.training.workers import WorkerJob
+    from explorer.training.parallel import train_in_workers
+    from explorer.training.workers import WorkerJob
 
     queue = TrainingQueue(tmp_path, slots=1)
     seen: list[Any] = []
@@ -373,9 +373,9 @@ def test_comparisons_queue_together_and_cancel_kills_the_workers(tmp_path: Path)
 _PARENT_SCRIPT = """
 import json, sys, time
 from pathlib import Path
-from explorer.analysis.training.parallel import train_in_workers
-from explorer.analysis.training.queue import TrainingQueue
-from explorer.analysis.training.workers import WorkerJob
+from explorer.training.parallel import train_in_workers
+from explorer.training.queue import TrainingQueue
+from explorer.training.workers import WorkerJob
 
 pids = {}
 def on_status(s):

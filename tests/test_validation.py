@@ -48,8 +48,8 @@ def assert_one_line_error(err: str, verb: str | None) -> str:
 @pytest.fixture
 def no_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if a verb starts real work (availability sweep, registry read)."""
-    import explorer.analysis.availability as availability
-    import explorer.analysis.registry as registry
+    import explorer.queries.availability as availability
+    import explorer.runtime.registry as registry
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("work started before the input was checked")
@@ -151,7 +151,7 @@ def test_resolve_refuses_what_is_not_a_format(spec: Any) -> None:
     ],
 )
 def test_training_config_checks_types_and_ranges(fields: dict[str, Any], error: type) -> None:
-    from explorer.analysis.training import TrainingConfig
+    from explorer.training import TrainingConfig
 
     with pytest.raises(error):
         TrainingConfig(**fields)
@@ -160,7 +160,7 @@ def test_training_config_checks_types_and_ranges(fields: dict[str, Any], error: 
 def test_training_config_normalises_numpy_numbers() -> None:
     import numpy as np
 
-    from explorer.analysis.training import TrainingConfig
+    from explorer.training import TrainingConfig
 
     config = TrainingConfig(epochs=np.int64(3), seed=np.int32(5), learning_rate=np.float32(0.5))
     assert type(config.epochs) is int and type(config.seed) is int and type(config.learning_rate) is float
@@ -168,8 +168,8 @@ def test_training_config_normalises_numpy_numbers() -> None:
 
 @pytest.mark.parametrize("samples", [-1, 0, 1, 10**7 + 1, True, 2.5, "100"])
 def test_sample_counts_are_checked_at_entry(samples: Any) -> None:
-    from explorer.analysis.accuracy import accuracy
-    from explorer.analysis.ranges import op_regions
+    from explorer.queries.accuracy import accuracy
+    from explorer.queries.ranges import op_regions
 
     with pytest.raises((TypeError, ValueError), match="samples"):
         op_regions("exp", "float32", "numpy", samples)

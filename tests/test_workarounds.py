@@ -13,15 +13,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from explorer.analysis.workarounds import (
+from explorer.backends.tensorflow_backend import import_tensorflow
+from explorer.ops import catalog, get_op
+from explorer.runtime.workarounds import (
     first_working,
     numpy_code,
     result_dtype,
     tensorflow_code,
     torch_code,
 )
-from explorer.backends.tensorflow_backend import import_tensorflow
-from explorer.ops import catalog, get_op
 
 OPS = list(catalog().values())
 DTYPES = ("float16", "bfloat16")
@@ -167,8 +167,8 @@ def _undefined_names(code: str) -> set[str]:
 
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 def test_pytorch_and_jax_code_names_only_its_framework_and_inputs(framework: str) -> None:
-    from explorer.analysis.workarounds import jax_code, torch_code
     from explorer.ops import catalog
+    from explorer.runtime.workarounds import jax_code, torch_code
 
     bad = {}
     for name, op in catalog().items():
@@ -187,7 +187,7 @@ def test_pytorch_and_jax_code_names_only_its_framework_and_inputs(framework: str
 
 
 def test_a_workaround_that_returns_nan_is_not_offered_where_the_exact_result_is_finite() -> None:
-    from explorer.analysis.workarounds import first_working
+    from explorer.runtime.workarounds import first_working
 
     nan_code = "import numpy as np\nresult = np.array([np.nan, 1.0], dtype=np.float16)\n"
     good_code = "import numpy as np\nresult = np.array([0.5, 1.0], dtype=np.float16)\n"
@@ -207,8 +207,8 @@ def test_svd_float16_is_not_sent_to_xla_where_xla_returns_nan() -> None:
     values compared with NumPy's in float64 on the same literal inputs."""
     import re
 
-    from explorer.analysis.probe import Probe, probe_record
-    from explorer.analysis.workarounds import execute_workaround
+    from explorer.runtime.probe import Probe, probe_record
+    from explorer.runtime.workarounds import execute_workaround
 
     record = probe_record(
         Probe("tensorflow", "svd", "float16", "CPU", "eager"), present=["CPU"], kernel_places=[("CPU", "xla")]

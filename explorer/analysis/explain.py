@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from explorer.analysis.registry import REGISTRY_DEVICE, Registry, registry_device
+from explorer.backends.tensorflow_registry import REGISTRY_DEVICE, Registry, registry_device
 from explorer.outcome import Phase, Status
 
 #: how error texts name the raw op that failed

@@ -1,5 +1,5 @@
 """What kind of result each input of an op gives in a format: the pure half of
-:mod:`explorer.analysis.ranges` (no backend is run here).
+:mod:`explorer.queries.ranges` (no backend is run here).
 
 The number line of each format; the inputs a sweep uses (every finite value of
 a format of 16 bits or fewer, else an even sample in bit-pattern order); the
@@ -565,7 +565,7 @@ class Sweep:
     def reference_kinds(self) -> np.ndarray:
         """Kind codes of every input for a backend that rounds the exact value correctly.
 
-        >>> from explorer.analysis.ranges import sweep
+        >>> from explorer.queries.ranges import sweep
         >>> s = sweep("sigmoid", "float16", ("emulated",))
         >>> KINDS[s.reference_kinds()[0]], float(s.inputs[0][0])  # the old reference said "ok" here
         ('underflow', -65504.0)

@@ -1,8 +1,8 @@
 """What TensorFlow's kernel registry declares, summed up per device type: pure functions of a
-:class:`~explorer.analysis.registry.Registry` (read without a GPU, so a CPU-only machine can
+:class:`~explorer.runtime.registry.Registry` (read without a GPU, so a CPU-only machine can
 say which ops have GPU kernels).
 
->>> from explorer.analysis.registry import get_registry
+>>> from explorer.runtime.registry import get_registry
 >>> reg = get_registry()
 >>> summary = device_summary(reg, ("float16",))
 >>> list(summary["dtype"]), "ops with a GPU kernel" in summary.columns
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from explorer.analysis.registry import COMPUTE_DEVICE_TYPES, Registry
+from explorer.backends.tensorflow_registry import COMPUTE_DEVICE_TYPES, Registry
 
 
 def registry_dtypes(reg: Registry, dtypes: Iterable[str]) -> list[str]:
@@ -23,7 +23,7 @@ def registry_dtypes(reg: Registry, dtypes: Iterable[str]) -> list[str]:
 
 
 def compute_devices(reg: Registry) -> list[str]:
-    """The compute device types (:data:`~explorer.analysis.registry.COMPUTE_DEVICE_TYPES`) the
+    """The compute device types (:data:`~explorer.runtime.registry.COMPUTE_DEVICE_TYPES`) the
     registry knows, in that order."""
     return [d for d in COMPUTE_DEVICE_TYPES if d in reg.device_types]
 

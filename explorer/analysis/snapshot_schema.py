@@ -34,7 +34,7 @@ The rules:
     :func:`explorer.textsafety.strip_control` before printing);
   - ``seconds`` a finite number >= 0 (not a boolean); ``cached`` a boolean.
 
-The file itself (read by :mod:`explorer.analysis.snapshot`) is at most
+The file itself (read by :mod:`explorer.queries.snapshot`) is at most
 :data:`MAX_FILE_BYTES` bytes of UTF-8 (a leading UTF-8 byte-order mark is accepted).
 """
 
@@ -45,9 +45,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from explorer.analysis.availability import AVAILABILITY_MODES, EXTRA_DEFAULTS, EXTRA_KEYS, ROW_KEYS
-from explorer.analysis.registry import COMPUTE_DEVICE_TYPES, REGISTRY_DEVICE
+from explorer.analysis.availability_rows import AVAILABILITY_MODES, EXTRA_DEFAULTS, EXTRA_KEYS, ROW_KEYS
 from explorer.backends import BACKEND_NAMES, DEVICE_TYPES
+from explorer.backends.tensorflow_registry import COMPUTE_DEVICE_TYPES, REGISTRY_DEVICE
 from explorer.formats import FORMAT_NAMES
 from explorer.outcome import PHASES, STATUSES
 from explorer.textsafety import strip_control

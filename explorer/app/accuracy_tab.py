@@ -66,7 +66,7 @@ class AccuracyTab(Tab):
         panels = [self._panel(op, dtype, backends) for dtype in dtypes]
         definitions = ""
         if op is not None:
-            from explorer.analysis.accuracy import DEFINITIONS
+            from explorer.queries.accuracy import DEFINITIONS
 
             definitions = (
                 "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in DEFINITIONS.values()) + "</ul>"
@@ -88,7 +88,7 @@ class AccuracyTab(Tab):
         parts: list[str] = []
         result = None
         if op is not None:
-            from explorer.analysis.accuracy import accuracy_from_sweep
+            from explorer.queries.accuracy import accuracy_from_sweep
 
             sweep = cached_sweep(self.ctx, op.name, dtype, backends)
             result = self.ctx.cache.get(

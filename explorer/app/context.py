@@ -142,7 +142,7 @@ class AppContext:
         return self.tf_loader.status == "ready"
 
     def env_key(self) -> str:
-        """This machine's environment key (:func:`explorer.analysis.envcache.environment_key`), once."""
-        from explorer.analysis import envcache
+        """This machine's environment key (:func:`explorer.runtime.envcache.environment_key`), once."""
+        from explorer.runtime import envcache
 
         return str(self.cache.get(("env-key",), envcache.environment_key))

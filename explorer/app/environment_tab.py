@@ -1,7 +1,7 @@
 """Environment tab: framework versions, devices, and what the registry says about GPU kernels.
 
 Versions come from package metadata.  The devices of TensorFlow, PyTorch and JAX are asked of a
-sandboxed worker process (:func:`explorer.analysis.sweep_cache.worker_call`), never imported in
+sandboxed worker process (:func:`explorer.runtime.sweep_store.worker_call`), never imported in
 the kernel; TensorFlow's are kept in the probe store (the record probes write too), so a later
 visitor reads them without a worker.  The registry summary comes from the registry data shipped
 for the installed release (or its disk cache).
@@ -71,7 +71,7 @@ class EnvironmentTab(Tab):
         self.clear_message()
 
     def _system_html(self) -> str:
-        from explorer.analysis.envcache import environment
+        from explorer.runtime.envcache import environment
 
         env = environment()  # the same facts a kernel snapshot records
         rows = [
@@ -122,7 +122,7 @@ class EnvironmentTab(Tab):
     def tensorflow_devices(self) -> dict[str, Any] | None:
         """TensorFlow's device record (``availability.worker_devices()``): from the probe store,
         else asked of a worker in the background (None until it answers)."""
-        from explorer.analysis import probe_cache
+        from explorer.runtime import probe_store as probe_cache
 
         env_key = self.ctx.env_key()
         key = ("tf-devices", env_key)
@@ -139,8 +139,8 @@ class EnvironmentTab(Tab):
             return dict(stored)
 
         def ask() -> None:
-            from explorer.analysis.availability import worker_devices
-            from explorer.analysis.sweep_cache import worker_call
+            from explorer.queries.availability import worker_devices
+            from explorer.runtime.sweep_store import worker_call
 
             record = dict(worker_call("tensorflow", worker_devices, timeout=120.0))
             with probe_cache.open_store() as store:
@@ -175,8 +175,8 @@ class EnvironmentTab(Tab):
             return ", ".join(held)
 
         def ask() -> None:
-            from explorer.analysis.sweep_cache import worker_call
-            from explorer.sandbox import warm_backend
+            from explorer.runtime.sandbox import warm_backend
+            from explorer.runtime.sweep_store import worker_call
 
             found = [str(d) for d in worker_call(name, warm_backend, name, timeout=120.0)]
             _write_devices(name, self.ctx.env_key(), found)
@@ -186,7 +186,7 @@ class EnvironmentTab(Tab):
         return "being asked of a worker process…"
 
     def _registry_html(self) -> str:
-        from explorer.analysis.registry import available_without_tensorflow
+        from explorer.runtime.registry import available_without_tensorflow
 
         if not (self.ctx.tf_ready or available_without_tensorflow()):
             return message_html(
@@ -194,9 +194,9 @@ class EnvironmentTab(Tab):
                 "ships for the installed release and none is cached).",
                 "info",
             )
-        from explorer.analysis.registry import get_registry
         from explorer.analysis.registry_summary import device_summary, op_declared, registry_dtypes
         from explorer.plots.registry import plot_kernel_counts
+        from explorer.runtime.registry import get_registry
 
         reg = self.ctx.cache.get(("registry",), get_registry)
         op, tf_dtypes = self.state.op, tuple(registry_dtypes(reg, self.state.dtypes))
@@ -216,7 +216,7 @@ class EnvironmentTab(Tab):
 
 
 def _devices_path(name: str, env_key: str) -> Any:
-    from explorer.analysis.envcache import cache_dir_or_none
+    from explorer.runtime.envcache import cache_dir_or_none
 
     directory = cache_dir_or_none()
     return None if directory is None else directory / f"devices-{name}-{env_key}.json"
@@ -225,7 +225,7 @@ def _devices_path(name: str, env_key: str) -> Any:
 def _read_devices(name: str, env_key: str) -> list[str] | None:
     """A backend's device types from its cache file (None when missing or not a short list of
     short names: such a file is removed)."""
-    from explorer.analysis.envcache import read_cache_json, remove_or_move_aside
+    from explorer.runtime.envcache import read_cache_json, remove_or_move_aside
 
     path = _devices_path(name, env_key)
     data = None if path is None else read_cache_json(path, expect={"backend": str, "devices": list})
@@ -243,7 +243,7 @@ def _read_devices(name: str, env_key: str) -> list[str] | None:
 
 
 def _write_devices(name: str, env_key: str, devices: list[str]) -> None:
-    from explorer.analysis.envcache import write_cache_json
+    from explorer.runtime.envcache import write_cache_json
 
     path = _devices_path(name, env_key)
     if path is not None:

@@ -1,6 +1,6 @@
 """Explain tab: paste an error text, get the op, dtype, device, what the releases say, and a fix.
 
-The work is :func:`explorer.analysis.diagnose.diagnose`; it runs in a background :class:`Job`
+The work is :func:`explorer.queries.diagnose.diagnose`; it runs in a background :class:`Job`
 (running the workaround starts a sandbox worker), and the result is shown as HTML in which every
 string that came from the pasted text or was derived from it is escaped.
 """
@@ -43,7 +43,7 @@ def _kernels_html(result: dict[str, Any]) -> str:
 
 
 def _matches_html(m: dict[str, Any]) -> str:
-    from explorer.analysis.diagnose import releases_text
+    from explorer.queries.diagnose import releases_text
 
     if m["exact"]:
         return "exactly the kernels of " + _e(releases_text(m["exact"]))
@@ -181,7 +181,7 @@ class ExplainTab(Tab):
         """
         if self.job is not None and self.job.running:
             return None
-        from explorer.analysis.diagnose import diagnose
+        from explorer.queries.diagnose import diagnose
 
         text, run = self.text.value, bool(self.run_workaround.value)
         self.button.disabled = True

@@ -1,6 +1,6 @@
 """Long work (probe sweeps, training) in a background thread, with progress and cancel.
 
-The job class lives in :mod:`explorer.analysis.jobs` (analysis uses it too, and must
+The job class lives in :mod:`explorer.runtime.jobs` (analysis uses it too, and must
 not import the app); it is re-exported here for the tabs.
 
 >>> from explorer.app.jobs import Job
@@ -11,6 +11,6 @@ not import the app); it is re-exported here for the tabs.
 
 from __future__ import annotations
 
-from explorer.analysis.jobs import JOB_STATUSES, Job, JobCancelled, JobContext
+from explorer.runtime.jobs import JOB_STATUSES, Job, JobCancelled, JobContext
 
 __all__ = ["JOB_STATUSES", "Job", "JobCancelled", "JobContext"]

@@ -116,7 +116,7 @@ class KernelsTab(Tab):
         self.widget.children = tuple(children)
         self.job: Job | None = None
         self.snapshot: Any = None
-        from explorer.analysis.registry import available_without_tensorflow
+        from explorer.runtime.registry import available_without_tensorflow
 
         # the registry view is served from the shipped (or cached) registry of the installed
         # release while TensorFlow still imports; probes run in sandbox workers either way
@@ -126,7 +126,7 @@ class KernelsTab(Tab):
 
     def registry(self) -> Any:
         """TensorFlow's kernel registry (read once per process; disk-cached)."""
-        from explorer.analysis.registry import get_registry
+        from explorer.runtime.registry import get_registry
 
         return self.ctx.cache.get(("registry",), get_registry)
 
@@ -151,7 +151,7 @@ class KernelsTab(Tab):
         return [name for name, o in catalog().items() if o.group == entry.group]
 
     def _targets(self, ops: list[str]) -> list[Any]:
-        from explorer.analysis import availability
+        from explorer.queries import availability
 
         return self.ctx.cache.get(
             ("targets", tuple(ops)), lambda: availability.resolve_targets(ops, self.registry())
@@ -164,7 +164,7 @@ class KernelsTab(Tab):
         ``devices`` (default: the selected device)."""
         import pandas as pd
 
-        from explorer.analysis import availability
+        from explorer.queries import availability
 
         reg = self.registry()
         tf_dtypes = [d for d in dtypes if d in reg.float_dtypes]
@@ -182,8 +182,9 @@ class KernelsTab(Tab):
         catalog ops among ``ops`` × ``dtypes`` on ``devices``; None when PyTorch is not installed."""
         import pandas as pd
 
-        from explorer.analysis import availability, torch_declared
         from explorer.backends import get_backend
+        from explorer.queries import availability
+        from explorer.runtime import torch_declared
 
         if not get_backend("torch").is_installed():
             return None
@@ -201,8 +202,8 @@ class KernelsTab(Tab):
 
     def machine_has_gpu(self) -> bool:
         """Whether this machine has a GPU (a driver lists one:
-        :func:`explorer.analysis.envcache.environment`)."""
-        from explorer.analysis import envcache
+        :func:`explorer.runtime.envcache.environment`)."""
+        from explorer.runtime import envcache
 
         return bool(
             self.ctx.cache.get(("machine-gpus",), lambda: tuple(envcache.environment().get("gpus") or ()))
@@ -225,14 +226,15 @@ class KernelsTab(Tab):
 
     def probes(self, ops: list[str], dtypes: tuple[str, ...], mode: str) -> list[Any]:
         """The probes (backend × catalog op × dtype × device × mode) the selection shows."""
-        from explorer.analysis.availability import probes_for
+        from explorer.queries.availability import probes_for
 
         return probes_for(ops, dtypes, self.state.backends, [self.state.device], [mode])
 
     def cached_probe_keys(self) -> set[str]:
         """Keys of the probes with a valid record for this environment in the probe store
         (read again only when the store changed: its files' size and mtime are the stamp)."""
-        from explorer.analysis import envcache, probe_cache
+        from explorer.runtime import envcache
+        from explorer.runtime import probe_store as probe_cache
 
         env_key = self.ctx.cache.get(("probe-env-key",), lambda: envcache.environment_key())
 
@@ -244,7 +246,7 @@ class KernelsTab(Tab):
 
     def probed_frame(self, ops: list[str], dtypes: tuple[str, ...], mode: str) -> tuple[Any, int]:
         """Probed rows from the cache only (never runs anything); and how many cells are missing."""
-        from explorer.analysis import availability
+        from explorer.queries import availability
 
         probes = self.probes(ops, dtypes, mode)
         have = self.cached_probe_keys()
@@ -347,7 +349,7 @@ class KernelsTab(Tab):
         without a GPU; the rows themselves are unchanged."""
         import pandas as pd
 
-        from explorer.analysis.registry import registry_device
+        from explorer.runtime.registry import registry_device
 
         if self.state.device != "CPU" or self.machine_has_gpu():
             return frame
@@ -451,7 +453,7 @@ class KernelsTab(Tab):
         raw_ops = tuple(dict.fromkeys(x for raw in raws for x in raw.split(",") if x))
         if column.backend != "tensorflow" or not raw_ops:
             return
-        from explorer.analysis.registry import registry_device
+        from explorer.runtime.registry import registry_device
 
         device_type = column.device if column.declared else registry_device(column.device, column.mode)
         try:
@@ -535,7 +537,7 @@ class KernelsTab(Tab):
                 f"{self.state.op} is a raw TensorFlow op without a catalog entry: it has registry rows "
                 "only, nothing to probe"
             )
-        from explorer.analysis.availability import DEFAULT_AVAILABILITY_MODES
+        from explorer.queries.availability import DEFAULT_AVAILABILITY_MODES
 
         # in registry mode, probe the default modes (torch.compile takes seconds per op: asked for only)
         defaults = [m for m in DEFAULT_AVAILABILITY_MODES if m != "registry"]
@@ -560,11 +562,11 @@ class KernelsTab(Tab):
         modes: list[str],
     ) -> int:
         """Probe ``ops`` one at a time, in the kernel's probe sandbox
-        (:func:`~explorer.analysis.probe.app_probe_sandbox`): while every worker slot of the
+        (:func:`~explorer.runtime.probe.app_probe_sandbox`): while every worker slot of the
         machine is taken (other visitors probing) the job waits for one, saying so, and can be
         cancelled."""
-        from explorer.analysis import availability
-        from explorer.analysis.probe import app_probe_sandbox
+        from explorer.queries import availability
+        from explorer.runtime.probe import app_probe_sandbox
 
         def waiting() -> None:
             ctx.check()
@@ -606,8 +608,9 @@ class KernelsTab(Tab):
         machine's environment (``precision-explorer kernels --load`` and the app read it)."""
         import pandas as pd
 
-        from explorer.analysis import availability, envcache, snapshot
-        from explorer.analysis.registry import registry_source
+        from explorer.queries import availability, snapshot
+        from explorer.runtime import envcache
+        from explorer.runtime.registry import registry_source
 
         ops, dtypes = self.shown_ops(), self.state.dtypes
         frames = [self.declared_frame(ops, dtypes)]
@@ -662,7 +665,7 @@ class KernelsTab(Tab):
         item = files[0]
         name = strip_control(Path(str(item.get("name") or "snapshot.json")).name)[:200] or "snapshot.json"
         try:
-            from explorer.analysis.snapshot import parse_snapshot
+            from explorer.queries.snapshot import parse_snapshot
 
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -676,7 +679,7 @@ class KernelsTab(Tab):
     def load_snapshot_file(self, path: str | Path, name: str | None = None) -> None:
         """Show a snapshot JSON saved on another machine (``precision-explorer kernels --save``);
         the file is only read."""
-        from explorer.analysis.snapshot import load_snapshot
+        from explorer.queries.snapshot import load_snapshot
 
         shown = name or Path(path).name
         with warnings.catch_warnings(record=True) as caught:

@@ -40,8 +40,8 @@ class RangesTab(Tab):
             self.dirty = True
 
     def render(self) -> None:
-        from explorer.analysis import ranges
         from explorer.plots.ranges import ranges_figure
+        from explorer.queries import ranges
 
         state = self.state
         lines = self.ctx.cache.get(("lines", state.dtypes), lambda: ranges.number_lines(list(state.dtypes)))
@@ -72,8 +72,8 @@ class RangesTab(Tab):
             self.clear_message()
 
     def _panel(self, op: Any, dtype: str, backends: tuple[str, ...]) -> Panel:
-        from explorer.analysis import ranges
         from explorer.plots.ranges import ranges_figure
+        from explorer.queries import ranges
 
         line = self.ctx.cache.get(("lines", (dtype,)), lambda: ranges.number_lines([dtype]))
         sweep = cached_sweep(self.ctx, op.name, dtype, backends)
@@ -117,7 +117,7 @@ class RangesTab(Tab):
 def format_heading(dtype: str) -> str:
     """A dtype's facts in one line (readable values, exact ones on hover): its largest finite
     value, where rounding overflows and to what, its smallest subnormal and smallest normal."""
-    from explorer.analysis.ranges import number_line
+    from explorer.queries.ranges import number_line
 
     line = number_line(dtype)
     digits = numbers.digits_for(_mantissa_bits(dtype))
@@ -155,7 +155,7 @@ def _mantissa_bits(dtype: str) -> int:
 def thresholds_html(regions: dict[str, Any]) -> str:
     """The thresholds table of one dtype's regions (readable values, exact ones on hover), its
     number-line rules, flush-to-zero named where it happens, and the backends' disagreements."""
-    from explorer.analysis.ranges import (
+    from explorer.queries.ranges import (
         KIND_DEFINITIONS,
         number_line,
         region_disagreements,

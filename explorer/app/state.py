@@ -19,11 +19,11 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from explorer.analysis.availability import AVAILABILITY_MODES
-from explorer.analysis.training import ALL_POLICY_NAMES
 from explorer.backends import BACKEND_NAMES, DEVICE_TYPES
 from explorer.formats import FORMAT_NAMES, resolve
 from explorer.ops import catalog, get_op
+from explorer.queries.availability import AVAILABILITY_MODES
+from explorer.training import ALL_POLICY_NAMES
 
 #: The fields of the selection, in display order.
 FIELDS: tuple[str, ...] = ("op", "dtypes", "device", "backends", "mode", "value", "policies")

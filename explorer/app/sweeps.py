@@ -1,7 +1,7 @@
 """The sweep the Ranges and Accuracy tabs share: one op in one format on the selected backends, cached.
 
 TensorFlow's part of a sweep is never run in the kernel: it comes from the sweep cache on
-disk, else from a sandboxed worker process (:mod:`explorer.analysis.sweep_cache`).  While
+disk, else from a sandboxed worker process (:mod:`explorer.runtime.sweep_store`).  While
 the worker works, the tabs show the other backends' results with a note, and fill in
 TensorFlow's when it answers (topic :data:`SWEEP_TOPIC` of ``ctx.background``).
 """
@@ -59,13 +59,13 @@ def elementwise_op(op: str) -> Any:
 
 
 def _worker_backends(backends: tuple[str, ...]) -> tuple[str, ...]:
-    from explorer.analysis.sweep_cache import WORKER_BACKENDS
+    from explorer.runtime.sweep_store import WORKER_BACKENDS
 
     return tuple(b for b in backends if b in WORKER_BACKENDS)
 
 
 def _compute(op: str, dtype: str, backends: tuple[str, ...], runner: Any = None) -> Any:
-    from explorer.analysis.ranges import binary_sweep, sweep
+    from explorer.queries.ranges import binary_sweep, sweep
 
     entry = elementwise_op(op)
     if entry is None:
@@ -76,7 +76,7 @@ def _compute(op: str, dtype: str, backends: tuple[str, ...], runner: Any = None)
 
 
 def _runner(ctx: AppContext) -> Any:
-    from explorer.analysis.sweep_cache import WorkerRunner, open_store
+    from explorer.runtime.sweep_store import WorkerRunner, open_store
 
     return ctx.cache.get(("sweep-runner",), lambda: WorkerRunner(open_store(), ctx.env_key()))
 
@@ -85,7 +85,7 @@ def ensure_sweep(ctx: AppContext, op: str, dtype: str, backends: tuple[str, ...]
     """``"ready"`` when the sweep with every backend is at hand (in memory, or rebuilt from the
     sweep cache on disk without a worker); else starts it in the background and says
     ``"pending"``, or ``"failed: why"`` when that failed."""
-    from explorer.analysis.sweep_cache import NotCachedYet
+    from explorer.runtime.sweep_store import NotCachedYet
 
     key = ("sweep", op, dtype, backends)
     if ctx.cache.peek(key) is not None:

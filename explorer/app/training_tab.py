@@ -1,13 +1,13 @@
 """Training tab: pick policies, train them side by side in worker processes, watch the curves live, cancel.
 
 Each selected policy trains in a worker process of its own
-(:func:`explorer.analysis.training.parallel.train_in_workers`): the visitor's kernel never
+(:func:`explorer.training.parallel.train_in_workers`): the visitor's kernel never
 imports TensorFlow, the runs' curves grow together, and the machine-wide queue
-(:mod:`explorer.analysis.training.queue`, ``$PX_TRAINING_SLOTS`` slots) keeps a room of
+(:mod:`explorer.training.queue`, ``$PX_TRAINING_SLOTS`` slots) keeps a room of
 visitors from training more runs at once than the machine holds; a run that waits shows its
 place in the queue.
 
-One source of truth per run: its :class:`~explorer.analysis.training.parallel.RunStatus`.
+One source of truth per run: its :class:`~explorer.training.parallel.RunStatus`.
 The run's progress bar and line, the overall progress bar, its line and the status message
 are all derived from the same snapshot of those statuses (:meth:`TrainingTab.sync_progress`).
 
@@ -25,13 +25,13 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from explorer.analysis.training import FP8_POLICY, POLICIES
-from explorer.analysis.training.parallel import RunStatus, overall_fraction, overall_line, train_in_workers
-from explorer.analysis.training.queue import TrainingQueue
-from explorer.analysis.training.workers import WorkerJob
 from explorer.app.jobs import Job, JobContext
 from explorer.app.render import message_html, table_html
 from explorer.app.tab import Tab
+from explorer.training import FP8_POLICY, POLICIES
+from explorer.training.parallel import RunStatus, overall_fraction, overall_line, train_in_workers
+from explorer.training.queue import TrainingQueue
+from explorer.training.workers import WorkerJob
 
 #: Seconds between two live redraws while training.
 REDRAW_INTERVAL = 1.5

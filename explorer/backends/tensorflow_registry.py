@@ -3,7 +3,7 @@
 TensorFlow knowledge, beside its backend: :func:`registry_data` turns KernelDefs and OpDefs
 into plain data (pure), :class:`Registry` answers queries on that data (pure), and
 :func:`read_registry_data` reads them from the installed TensorFlow (run it in a sandbox
-worker).  Loading and caching are :func:`explorer.analysis.registry.get_registry`'s business.
+worker).  Loading and caching are :func:`explorer.runtime.registry.get_registry`'s business.
 
 What TensorFlow *declares*: for every registered op, which dtypes its signature
 accepts, and for which device types a kernel is registered in each dtype.
@@ -35,7 +35,7 @@ Rules (documented because the registry leaves them to the reader):
   type; ``ok`` otherwise.  Ops without any type attribute accept the dtypes their
   arguments are fixed to.
 
->>> from explorer.analysis.registry import get_registry
+>>> from explorer.runtime.registry import get_registry
 >>> get_registry().declared("Cholesky", "bfloat16", "CPU").value
 'unsupported_dtype'
 """

@@ -1,7 +1,7 @@
 """PyTorch (optional): eager, and compiled with ``torch.compile`` (Inductor).
 
 PyTorch is imported on first use, never at ``import explorer``.  What PyTorch *declares* per op
-and dtype (its OpInfo test database) is read by :mod:`explorer.analysis.torch_declared`; this
+and dtype (its OpInfo test database) is read by :mod:`explorer.runtime.torch_declared`; this
 module only runs ops.
 
 How a run is made:

@@ -36,7 +36,7 @@ the same letters: its registry rows (there are no inputs to run a raw op with).
 
     {"environment": {...}, "result": ...}
 
-``environment`` is :func:`explorer.analysis.envcache.environment` of the machine that
+``environment`` is :func:`explorer.runtime.envcache.environment` of the machine that
 printed it (package versions, Python, platform, CPU, GPU evidence; no framework
 imported); ``result`` is the verb's answer (its ``JSON_RESULT``; a list of rows or
 entries in most verbs, e.g. one entry per ``--dtype``).  ``lab`` and ``app`` print JSON
@@ -552,13 +552,13 @@ def _stdout_to_devnull() -> None:
 def json_document(result: Any) -> dict[str, Any]:
     """The one ``--json`` shape of every verb: ``{"environment": {...}, "result": result}``.
 
-    ``environment`` is :func:`explorer.analysis.envcache.environment` (package metadata, no
+    ``environment`` is :func:`explorer.runtime.envcache.environment` (package metadata, no
     framework import).
 
     >>> sorted(json_document([1, 2]))
     ['environment', 'result']
     """
-    from explorer.analysis.envcache import environment
+    from explorer.runtime.envcache import environment
 
     return {"environment": environment(), "result": result}
 

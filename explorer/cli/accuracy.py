@@ -1,5 +1,5 @@
 """``precision-explorer accuracy``: the error of each backend, by two named measures (ulp_steps and
-ulp_error, :data:`explorer.analysis.accuracy.DEFINITIONS`), against the correctly rounded reference."""
+ulp_error, :data:`explorer.queries.accuracy.DEFINITIONS`), against the correctly rounded reference."""
 
 from __future__ import annotations
 
@@ -65,9 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print each backend's ULP summary per format x device (table or ``--json``) and the
     first disagreements."""
-    from explorer.analysis.accuracy import DEFINITIONS, accuracy
-    from explorer.analysis.ranges import DEFAULT_BACKENDS
     from explorer.cli import print_json, print_table, unique
+    from explorer.queries.accuracy import DEFINITIONS, accuracy
+    from explorer.queries.ranges import DEFAULT_BACKENDS
 
     backends = tuple(unique(args.backend)) or DEFAULT_BACKENDS
     devices = unique(args.device) or ["CPU"]

@@ -17,7 +17,7 @@ Workshop mode:
   notebook's copy comes with its output;
 - at most ``--training-slots`` training runs (worker processes) train at once on the
   machine, whichever visitor started them; the others wait in a first-come-first-served
-  queue (:mod:`explorer.analysis.training.queue`).  The setting reaches every kernel as
+  queue (:mod:`explorer.training.queue`).  The setting reaches every kernel as
   ``$PX_TRAINING_SLOTS`` in Voila's environment, which the kernels inherit.
 
 Voila runs as ``python -m explorer.server.voila_main`` (Voila plus the Host guard and the
@@ -251,15 +251,15 @@ def voila_env(template_root: Path | None) -> dict[str, str]:
 
 def training_slots(args: argparse.Namespace) -> int:
     """``--training-slots``, else ``$PX_TRAINING_SLOTS``, else the default (half the cores)."""
-    from explorer.analysis.training.queue import configured_slots
+    from explorer.training.queue import configured_slots
 
     return int(args.training_slots) if args.training_slots is not None else configured_slots()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options."""
-    from explorer.analysis.training.queue import MAX_SLOTS, SLOTS_ENV, default_slots
     from explorer.cli import add_json_argument, bounded_int
+    from explorer.training.queue import MAX_SLOTS, SLOTS_ENV, default_slots
 
     parser.add_argument("--port", type=int, default=8866, help="port on 127.0.0.1 (default 8866)")
     parser.add_argument(
@@ -355,8 +355,8 @@ def run(args: argparse.Namespace) -> int:
     the offline template and Voila's connection files in one ``px-voila-*`` temporary
     directory that is removed however the run ends.
     """
-    from explorer.analysis.training.queue import SLOTS_ENV
     from explorer.server.process_tree import supervise
+    from explorer.training.queue import SLOTS_ENV
 
     check_options(args)
     # for every kernel; a bad $PX_TRAINING_SLOTS is a one-line error before anything starts

@@ -135,7 +135,7 @@ def _listed(result: dict[str, Any]) -> str:
 
 
 def _releases(m: dict[str, Any]) -> str:
-    from explorer.analysis.diagnose import releases_text
+    from explorer.queries.diagnose import releases_text
 
     if m["exact"]:
         return f"the listed kernels are exactly those of {releases_text(m['exact'])}"
@@ -151,7 +151,7 @@ def _releases(m: dict[str, Any]) -> str:
 
 def print_human(result: dict[str, Any]) -> None:
     """A few labelled lines, the explanation, and the workaround's code."""
-    from explorer.analysis.diagnose import history_summary
+    from explorer.queries.diagnose import history_summary
     from explorer.textsafety import strip_control
 
     if not result["recognised"]:
@@ -209,8 +209,8 @@ def print_human(result: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Explain the error text; exit 0 when it was recognised, 1 when not."""
-    from explorer.analysis.diagnose import diagnose
     from explorer.cli import print_json
+    from explorer.queries.diagnose import diagnose
 
     result = diagnose(read_text(args), run_workaround=not args.no_run)
     if args.json:

@@ -225,7 +225,7 @@ def check_release_options(args: argparse.Namespace) -> None:
 
 
 def _installed_version() -> str | None:
-    from explorer.analysis import registry
+    from explorer.runtime import registry
 
     return registry.installed_tensorflow_version()
 
@@ -280,12 +280,12 @@ def run(args: argparse.Namespace) -> int:
     if args.diff:
         return _diff(args)
     if args.save is not None:  # refused before a long sweep, not after it
-        from explorer.analysis.snapshot import check_save_path
+        from explorer.queries.snapshot import check_save_path
 
         check_save_path(args.save)
     result = _filtered(_load(args.load), args) if args.load is not None else _sweep(args)
     if args.save is not None:
-        from explorer.analysis.snapshot import save_snapshot
+        from explorer.queries.snapshot import save_snapshot
 
         save_snapshot(result, args.save)
     answered = {} if args.load is not None else _answer_environment(result.environment)
@@ -384,9 +384,10 @@ def _print_json(result: Any, answered: dict[str, Any]) -> None:
 
 def _release_registry(args: argparse.Namespace) -> tuple[Any, str] | None:
     """The registry ``--tf-version`` asks for and where it comes from (None: the installed one,
-    as :func:`~explorer.analysis.registry.get_registry` finds it); checked by
+    as :func:`~explorer.runtime.registry.get_registry` finds it); checked by
     :func:`check_release_options`."""
-    from explorer.analysis import registry, releases
+    from explorer.analysis import releases
+    from explorer.runtime import registry
 
     if args.tf_version is None:
         return None
@@ -397,10 +398,10 @@ def _release_registry(args: argparse.Namespace) -> tuple[Any, str] | None:
 
 def _sweep(args: argparse.Namespace) -> Any:
     """Availability of the requested ops: catalog ops through
-    :func:`~explorer.analysis.availability.availability`, raw ops (by the spelling rule) as
+    :func:`~explorer.queries.availability.availability`, raw ops (by the spelling rule) as
     their registry rows; from the registry of ``--tf-version`` when given."""
-    from explorer.analysis import registry
-    from explorer.analysis.availability import availability
+    from explorer.queries.availability import availability
+    from explorer.runtime import registry
 
     chosen = _release_registry(args)
     modes, backends = args.mode, args.backend
@@ -482,7 +483,7 @@ def _with_raw_op_rows(rows: Any, reg: Any, raw_ops: list[str], args: argparse.Na
     :func:`_check_raw_op_request` made sure the selection has registry rows."""
     import pandas as pd
 
-    from explorer.analysis.availability import Target, declared_rows
+    from explorer.queries.availability import Target, declared_rows
 
     dtypes = [d for d in (args.dtype or reg.float_dtypes) if d in reg.float_dtypes]
     targets = [Target(raw, (raw,), False) for raw in raw_ops]
@@ -529,7 +530,7 @@ def _load(path: str) -> Any:
     import sys
     import warnings
 
-    from explorer.analysis.snapshot import SnapshotWarning, load_snapshot
+    from explorer.queries.snapshot import SnapshotWarning, load_snapshot
     from explorer.textsafety import strip_control
 
     with warnings.catch_warnings(record=True) as caught:
@@ -552,8 +553,8 @@ def _printable(row: dict[str, Any]) -> dict[str, Any]:
 
 def _diff(args: argparse.Namespace) -> int:
     """``--diff A B``: environment and cell changes; 1 when a cell changed, else 0."""
-    from explorer.analysis.snapshot import diff_snapshots, environment_changes
     from explorer.cli import print_json, print_table
+    from explorer.queries.snapshot import diff_snapshots, environment_changes
     from explorer.textsafety import strip_control
 
     a, b = (_load(p) for p in args.diff)

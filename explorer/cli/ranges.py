@@ -21,7 +21,6 @@ JSON_RESULT = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options (numbers and names checked by argparse)."""
-    from explorer.analysis.ranges import MAX_SAMPLES
     from explorer.cli import (
         add_backend_argument,
         add_device_argument,
@@ -30,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         add_op_argument,
         bounded_int,
     )
+    from explorer.queries.ranges import MAX_SAMPLES
 
     add_dtype_argument(parser, required=True)
     add_op_argument(
@@ -51,12 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print each format's number line, or the op's regions per format x device x backend."""
-    from explorer.analysis import ranges
-    from explorer.analysis.ranges import value_text
     from explorer.backends import get_backend
     from explorer.cli import print_json, print_table, safe_text, unique
     from explorer.formats import resolve
     from explorer.ops import get_op
+    from explorer.queries import ranges
+    from explorer.queries.ranges import value_text
 
     formats = [resolve(d) for d in unique(args.dtype)]
     devices = unique(args.device) or ["CPU"]
@@ -131,8 +131,8 @@ def run(args: argparse.Namespace) -> int:
 def _print_thresholds(thresholds: dict[str, Any], line: dict[str, Any]) -> None:
     """Each kind's rule over the inputs (exact first and last inputs, included; the neighbouring
     inputs of other kinds excluded), what came back there, and the format's exact bounds."""
-    from explorer.analysis.ranges import KIND_DEFINITIONS, threshold_rule
     from explorer.cli import safe_text
+    from explorer.queries.ranges import KIND_DEFINITIONS, threshold_rule
 
     for kind, t in thresholds.items():
         few = t.get("returns_distinct", 0) == len(t.get("returns", []))

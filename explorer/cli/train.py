@@ -14,8 +14,8 @@ JSON_RESULT = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options (numbers checked by argparse; names by ``TrainingConfig`` in ``run``)."""
-    from explorer.analysis.training import MAX_EPOCHS, MAX_SEED
     from explorer.cli import add_json_argument, bounded_int, positive_int
+    from explorer.training import MAX_EPOCHS, MAX_SEED
 
     parser.add_argument(
         "--policy",
@@ -49,8 +49,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from explorer.analysis.training import POLICY_NAMES, TrainingConfig, run_policies
     from explorer.cli import print_json, print_table
+    from explorer.training import POLICY_NAMES, TrainingConfig, run_policies
 
     policies = args.policy or list(POLICY_NAMES)
     # validate everything before TensorFlow loads

@@ -1,4 +1,4 @@
-"""Plots of :mod:`explorer.analysis.accuracy`: the error against the input, backends overlaid,
+"""Plots of :mod:`explorer.queries.accuracy`: the error against the input, backends overlaid,
 by either named measure (ulp_error by default, or ulp_steps).
 
 Pure functions; no pyplot.  Each takes an optional ``ax`` and returns the Figure.
@@ -12,7 +12,7 @@ import numpy as np
 
 from explorer.plots.palette import BACKEND_STYLES, GUIDE_LINE
 
-#: the y axis of each measure (one line each, as ``explorer.analysis.accuracy.DEFINITIONS``)
+#: the y axis of each measure (one line each, as ``explorer.queries.accuracy.DEFINITIONS``)
 MEASURE_LABELS: dict[str, str] = {
     "ulp_error": "ulp_error = |y - f(x)| / ulp(f(x))",
     "ulp_steps": "ulp_steps (representable values from the correctly rounded one)",

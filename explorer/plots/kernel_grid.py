@@ -1,7 +1,7 @@
 """The kernels heatmap as data: ops × (panel × dtype) cells, each with its status, colour, glyph,
 hover summary and the availability rows behind it.
 
-A pure function of availability rows (:func:`explorer.analysis.availability.availability`'s
+A pure function of availability rows (:func:`explorer.queries.availability.availability`'s
 ``rows``); the app's interactive heatmap (:mod:`explorer.app.heatmap`) draws it, and a click on a
 cell looks its rows up here.  A panel is one ``(backend, device, mode)``; panels are ordered by
 :func:`explorer.plots.availability.kernel_panels` (TensorFlow first; CPU before GPU), so the CPU

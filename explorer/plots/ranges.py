@@ -1,4 +1,4 @@
-"""Plots of :mod:`explorer.analysis.ranges`: number lines, op-aware regions, binary maps.
+"""Plots of :mod:`explorer.queries.ranges`: number lines, op-aware regions, binary maps.
 
 Pure functions of the analysis results; no pyplot.  Each takes an optional
 ``ax`` and returns the ``matplotlib.figure.Figure`` it drew on.
@@ -47,7 +47,7 @@ def plot_number_lines(lines: Any, ax: Any = None) -> Any:
     """Stacked number lines on a log2 |x| axis: underflow to zero, subnormal, normal,
     overflow, with marks at the smallest subnormal, smallest normal, eps and max.
 
-    ``lines``: a :class:`~explorer.analysis.ranges.NumberLine` or a list of them.
+    ``lines``: a :class:`~explorer.queries.ranges.NumberLine` or a list of them.
     """
     if not isinstance(lines, list | tuple):
         lines = [lines]
@@ -111,7 +111,7 @@ def plot_regions(regions: Any, ax: Any = None) -> Any:
     """One row per backend: the kind of every swept input, inputs in value order (evenly
     spaced code points, so the x axis is logarithmic on each side of zero).
 
-    ``regions``: an :class:`~explorer.analysis.ranges.OpRegions` or a dict of them by backend.
+    ``regions``: an :class:`~explorer.queries.ranges.OpRegions` or a dict of them by backend.
     """
     if not isinstance(regions, dict):
         regions = {regions.backend: regions}

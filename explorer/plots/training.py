@@ -1,6 +1,6 @@
 """Plots of training runs: curves, loss scale, gradient underflow, gradient histograms.
 
-Pure functions of ``explorer.analysis.training`` / ``fp8_training`` results;
+Pure functions of ``explorer.training`` / ``fp8_training`` results;
 each takes an optional ``ax`` and returns it (or a new ``Figure``).  No pyplot.
 
 The gradient histogram is drawn against each format's representable range as

@@ -8,7 +8,7 @@ dtype and the parameters written out, so that what is offered is what the probe 
 :func:`execute_workaround` runs a code string and returns ``result``,
 :func:`result_dtype` says which dtype it came back in; the probe worker runs every
 candidate, and only one that returns the requested dtype is suggested (see
-:mod:`explorer.analysis.probe`).
+:mod:`explorer.runtime.probe`).
 
 >>> print(tensorflow_code("range", "float16", compute="float32"))
 import tensorflow as tf

@@ -1,6 +1,6 @@
 """Emulated fp8 training of the digits MLP in NumPy + ml_dtypes.
 
-The MLP of ``explorer.analysis.training`` (60-64-64-10, ReLU, softmax
+The MLP of ``explorer.training`` (60-64-64-10, ReLU, softmax
 cross-entropy, Adam on float32 master weights) is trained with every matrix
 multiply fed fp8 inputs, as NVIDIA TransformerEngine does on Hopper:
 
@@ -26,7 +26,7 @@ Scaling (one scale per tensor site, e.g. ``layer0.x``):
 ``stochastic_rounding=True`` rounds the gradients (e5m2) with
 ``explorer.rounding.round_to(..., mode="stochastic")`` instead of nearest-even.
 
->>> from explorer.analysis.fp8_training import quantize
+>>> from explorer.training.fp8 import quantize
 >>> import numpy as np
 >>> q = quantize(np.array([0.3, 1000.0]), "float8_e4m3fn", scale=1.0)
 >>> q.astype(np.float32).tolist()
@@ -349,13 +349,13 @@ def train_fp8(
 ) -> Fp8Result:
     """Train the digits MLP with emulated fp8 matmuls (or in float32 with ``scaling="float32"``).
 
-    Same callback / cancel / progress protocol as ``explorer.analysis.training.train``.
+    Same callback / cancel / progress protocol as ``explorer.training.train``.
 
     >>> r = train_fp8(scaling="delayed", epochs=1, max_train_samples=256)
     >>> r.final["loss"] < 2.5
     True
     """
-    from explorer.analysis.training.data import load_digits_data
+    from explorer.training.data import load_digits_data
 
     if config is None:
         config = Fp8Config(**overrides)

@@ -13,7 +13,7 @@ This module runs the backends (:func:`sweep`, :func:`op_regions`,
 :func:`threshold_summary`).  What each input's *kind* is (``ok``, ``overflow``,
 ``underflow``, ``subnormal``, ``nan``), number lines and the regions that follow
 from a sweep are pure and live in :mod:`explorer.analysis.regions`; they are
-re-exported here, so ``from explorer.analysis.ranges import classify`` works.
+re-exported here, so ``from explorer.queries.ranges import classify`` works.
 
 >>> regions = op_regions("exp", "float16", "numpy")
 >>> regions.thresholds["overflow"]["positive"]["min"]
@@ -71,6 +71,7 @@ from explorer.analysis.regions import (
 )
 from explorer.formats import Format, from_ordinals, ordinals, resolve, ulp_of_max
 from explorer.ops import Op, catalog, get_op
+from explorer.runtime.backend_run import run_backend
 
 __all__ = [
     "BINARY_MAP_OPS",
@@ -134,43 +135,8 @@ BINARY_MAP_OPS: tuple[str, ...] = ("add", "mul", "div", "pow")
 # ---------------------------------------------------------------- sweeps
 
 
-#: appended to the inputs of unary sweeps: what the backend gives for a zero input, to tell
-#: subnormal inputs it reads as zero (:func:`~explorer.analysis.regions.flushed_inputs`)
-_ZEROS = np.array([0.0, -0.0])
-
-
-def run_backend(
-    name: str, op: Op, fmt: Format, inputs: tuple[np.ndarray, ...], device: str = "CPU"
-) -> BackendRun:
-    """One vectorised call of the op on a backend; for unary ops ``+0`` and ``-0`` ride along
-    at the end (:attr:`BackendRun.at_zero`).  The default :data:`BackendRunner` of the sweeps."""
-    from explorer.backends import get_backend
-
-    backend = get_backend(name)
-    unary = len(inputs) == 1
-    sent = (np.concatenate([inputs[0].ravel(), _ZEROS]),) if unary else inputs
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        outcome = backend.run(op, fmt, device=device, inputs=sent)
-        result = at_zero = None
-        if outcome.ran and outcome.result is not None:
-            flat = np.asarray(outcome.result).astype(np.float64).ravel()
-            if unary:
-                flat, at_zero = flat[: -_ZEROS.size], flat[-_ZEROS.size :]
-            result = flat.reshape(inputs[0].shape)
-    return BackendRun(
-        backend.name,
-        outcome.status.value,
-        outcome.error_first_line,
-        outcome.detail,
-        result,
-        outcome.device,
-        at_zero,
-    )
-
-
 #: what makes one backend's run of a sweep: ``runner(backend, op, fmt, inputs, device)``;
-#: :func:`run_backend` here, or e.g. :class:`explorer.analysis.sweep_cache.WorkerRunner`
+#: :func:`run_backend` here, or e.g. :class:`explorer.runtime.sweep_store.WorkerRunner`
 BackendRunner = Callable[[str, Op, Format, tuple[np.ndarray, ...], str], BackendRun]
 
 

@@ -1,18 +1,18 @@
 """One training run in a worker process of its own, its records streamed back through a pipe.
 
 The caller (a visitor's kernel) never imports TensorFlow: the worker runs
-:func:`explorer.analysis.training.keras_loop.train` (or
-:func:`explorer.analysis.fp8_training.train_fp8` for :data:`FP8_POLICY`) and sends, as they
+:func:`explorer.training.keras_loop.train` (or
+:func:`explorer.training.fp8.train_fp8` for :data:`FP8_POLICY`) and sends, as they
 happen, ``("record", record)`` for each ``StepRecord`` / ``EpochRecord`` /
 ``GradientHistogram`` (``Fp8StepRecord`` / ``Fp8EpochRecord``), ``("progress", done,
 total)`` after each step, and at the end ``("result", result)`` or ``("error", text)``.
-The records are the dataclasses of :mod:`explorer.analysis.training.config` and
-:mod:`explorer.analysis.fp8_training`: module-level, so they pickle; none holds a framework
+The records are the dataclasses of :mod:`explorer.training.config` and
+:mod:`explorer.training.fp8`: module-level, so they pickle; none holds a framework
 object.  The caller sends ``("cancel",)`` to stop the run between two steps.
 
 The worker is a fresh interpreter (``subprocess.Popen`` of ``python -c``, fork+exec: nothing
 of the caller's threads or TensorFlow state is inherited), started from the sandbox's
-long-lived launcher thread (:mod:`explorer.sandbox`) because ``PR_SET_PDEATHSIG`` fires
+long-lived launcher thread (:mod:`explorer.runtime.sandbox`) because ``PR_SET_PDEATHSIG`` fires
 when the *thread* that started a child ends.  It dies with its parent three ways:
 ``PR_SET_PDEATHSIG`` = SIGKILL (Linux), a thread that watches ``getppid()``, and the end of
 file on its pipe (the parent's end closes when the parent process exits, however it exits).
@@ -36,8 +36,8 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, Pipe
 from typing import IO, Any
 
-from explorer.analysis.training.config import FP8_POLICY
-from explorer.sandbox import _LAUNCHER, _die_with_parent, describe_exit, file_tail
+from explorer.runtime.sandbox import _LAUNCHER, _die_with_parent, describe_exit, file_tail
+from explorer.training.config import FP8_POLICY
 
 #: how many characters of a dead worker's output its error quotes
 OUTPUT_TAIL = 2000
@@ -49,7 +49,7 @@ _BOOTSTRAP = (
     "from multiprocessing.connection import Connection\n"
     "conn = Connection(int(sys.argv[1]))\n"
     "sys.path[:] = conn.recv()\n"
-    "from explorer.analysis.training.workers import worker_main\n"
+    "from explorer.training.workers import worker_main\n"
     "worker_main(conn, int(sys.argv[2]))\n"
 )
 
@@ -131,14 +131,14 @@ def run_job(job: WorkerJob, *, callback: Any, progress: Any, cancel: threading.E
     if not isinstance(job, WorkerJob):
         raise TypeError(f"job must be a WorkerJob, got {type(job).__name__}")
     if job.policy == FP8_POLICY:
-        from explorer.analysis.fp8_training import train_fp8
+        from explorer.training.fp8 import train_fp8
 
         keys = ("epochs", "seed", "batch_size", "max_train_samples")
         fields = {k: job.config[k] for k in keys if job.config.get(k) is not None}
         return train_fp8(scaling="delayed", callback=callback, cancel=cancel, progress=progress, **fields)
-    from explorer.analysis.training.config import TrainingConfig
-    from explorer.analysis.training.data import load_digits_data
-    from explorer.analysis.training.keras_loop import train
+    from explorer.training.config import TrainingConfig
+    from explorer.training.data import load_digits_data
+    from explorer.training.keras_loop import train
 
     config = TrainingConfig(policy=job.policy, **job.config).validated()
     if "histogram_steps" not in job.config:

@@ -1,7 +1,7 @@
 """Explain an error text: what it says, what the shipped releases and the installed one say, and a fix.
 
 :func:`diagnose` reads the text with :func:`explorer.analysis.error_text.parse_error` and adds,
-for TensorFlow, the installed release's registry (:func:`explorer.analysis.registry.get_registry`),
+for TensorFlow, the installed release's registry (:func:`explorer.runtime.registry.get_registry`),
 the history of the op × dtype × device over the shipped releases
 (:mod:`explorer.analysis.releases`), which shipped releases list exactly the kernels the message
 lists (the message is evidence of the user's release), and a workaround: code computing the op in
@@ -61,7 +61,7 @@ def run_code(code: str) -> str:
     >>> run_code("import numpy as np\\nresult = np.ones(2, np.float16)")
     'float16'
     """
-    from explorer.analysis.workarounds import execute_workaround, result_dtype
+    from explorer.runtime.workarounds import execute_workaround, result_dtype
 
     result = execute_workaround(code)
     dtype = getattr(result, "dtype", None)
@@ -73,11 +73,11 @@ def run_code(code: str) -> str:
 def _run_in_sandbox(framework: str, code: str) -> tuple[str | None, str]:
     """(result dtype, "") when ``code`` ran in the framework's worker, else (None, why).
 
-    The worker is one of :func:`~explorer.analysis.probe.app_probe_sandbox`'s: it starts only
+    The worker is one of :func:`~explorer.runtime.probe.app_probe_sandbox`'s: it starts only
     under one of the machine's worker slots (waiting up to the workaround's timeout for one), so
     a room of visitors pasting errors starts no more framework workers than the slots allow."""
-    from explorer.analysis.probe import app_probe_sandbox, warm_worker
-    from explorer.sandbox import SandboxError
+    from explorer.runtime.probe import app_probe_sandbox, warm_worker
+    from explorer.runtime.sandbox import SandboxError
 
     try:
         with app_probe_sandbox().held(WORKAROUND_TIMEOUT) as box:
@@ -241,7 +241,7 @@ def _tf_installed(raw_op: str | None, dtype: str | None, device: str | None) -> 
     out: dict[str, Any] = {"framework": "tensorflow", "release": version, "status": None, "note": ""}
     if version is None:
         return {**out, "note": "TensorFlow is not installed here"}
-    from explorer.analysis.registry import get_registry
+    from explorer.runtime.registry import get_registry
 
     try:
         reg = get_registry()
@@ -266,7 +266,7 @@ def _tf_installed(raw_op: str | None, dtype: str | None, device: str | None) -> 
 
 def _tf_candidates(parsed: ParsedError, op: Any, dtype: str, device: str | None) -> list[tuple[str, str]]:
     """(description, code) of TensorFlow workarounds for the error, best first."""
-    from explorer.analysis.workarounds import tensorflow_code
+    from explorer.runtime.workarounds import tensorflow_code
 
     run_on = "GPU" if device in ("GPU", "XLA_GPU_JIT") else "CPU"
     wide = "float64" if dtype == "float32" else "float32"
@@ -293,16 +293,16 @@ def _tf_candidates(parsed: ParsedError, op: Any, dtype: str, device: str | None)
 
 def plain_code(framework: str, op_name: str, dtype: str, device: str | None = None) -> tuple[str, str]:
     """PyTorch or JAX code computing catalog op ``op_name`` in float32 on ``dtype`` inputs and casting
-    the result back to ``dtype``, with the op's public call (:mod:`explorer.analysis.workarounds`);
+    the result back to ``dtype``, with the op's public call (:mod:`explorer.runtime.workarounds`);
     returns ``(code, "")`` or ``("", why)``.
 
     >>> code, why = plain_code("torch", "log_softmax", "float16")
     >>> "torch.log_softmax(x.to(torch.float32), -1)" in code and why
     ''
     """
-    from explorer.analysis import workarounds
     from explorer.formats import resolve
     from explorer.ops import get_op
+    from explorer.runtime import workarounds
 
     op = get_op(op_name)
     name = resolve(dtype).name
@@ -633,7 +633,7 @@ def diagnose(text: str | bytes, run_workaround: bool = True) -> dict[str, Any]:
 
 def _check_native(d: dict[str, Any], parsed: ParsedError) -> None:
     """Where the installed registry declares a kernel, run the op natively to show it works here."""
-    from explorer.analysis.workarounds import tensorflow_code
+    from explorer.runtime.workarounds import tensorflow_code
 
     inst = d["installed"]
     if inst.get("status") != "ok" or d["op"] is None or d["dtype"] is None:

@@ -1,7 +1,7 @@
 """Run availability probes in their backends' sandbox workers, one record per probe.
 
 :func:`run_probes` sends each backend's probes to its worker as one batch
-(:meth:`explorer.sandbox.Sandbox.map`): a crash or hang costs only the probe it
+(:meth:`explorer.runtime.sandbox.Sandbox.map`): a crash or hang costs only the probe it
 happened in (recorded as ``crashed`` or ``timeout``), and the rest go on in a
 fresh worker.  Each record is reported as soon as it arrives.
 """
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from explorer.analysis.worker_slots import SlottedSandbox
 from explorer.outcome import Phase, Status
+from explorer.runtime.worker_slots import SlottedSandbox
 
 if TYPE_CHECKING:
-    from explorer.sandbox import ItemResult, Sandbox
+    from explorer.runtime.sandbox import ItemResult, Sandbox
 #: environment variable with the XLA flags of the probe workers
 XLA_FLAGS_ENV = "PX_PROBE_XLA_FLAGS"
 #: availability only asks whether XLA compiles and runs an op, not how fast the code is: LLVM
@@ -83,7 +83,7 @@ def init_worker(backend: str, xla_flags: str) -> list[str]:
         os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
         if os.environ.get(KERAS_ENV) != "1":
             _without_keras()
-    from explorer.sandbox import warm_backend
+    from explorer.runtime.sandbox import warm_backend
 
     devices = warm_backend(backend)
     if backend == "tensorflow" and devices:
@@ -101,7 +101,7 @@ def _without_keras() -> None:
     import types
 
     if "keras" not in sys.modules and "tensorflow" not in sys.modules:
-        stub = types.ModuleType("keras", "not loaded in the probe worker (see explorer.analysis.probe)")
+        stub = types.ModuleType("keras", "not loaded in the probe worker (see explorer.runtime.probe)")
         stub.__spec__ = None
         sys.modules["keras"] = stub
 
@@ -113,7 +113,7 @@ def _worker_setup(backend: str) -> functools.partial[list[str]]:
 
 def warm_worker(box: Sandbox, backend: str) -> str:
     """Start (once) the worker for ``backend``'s probes in sandbox ``box``; returns its key."""
-    from explorer.sandbox import WARMUP_TIMEOUT
+    from explorer.runtime.sandbox import WARMUP_TIMEOUT
 
     key = worker_key(backend)
     if key not in box.workers():
@@ -149,9 +149,9 @@ def probe_record(
 
     ``execute``: whether an XLA probe compiles and runs (True) or stops after lowering
     (False); None: :data:`EXECUTE_XLA`."""
-    from explorer.analysis.workarounds import candidates, first_working
     from explorer.backends import get_backend
     from explorer.ops import get_op
+    from explorer.runtime.workarounds import candidates, first_working
 
     backend = get_backend(probe.backend)
     if execute is None:
@@ -285,7 +285,7 @@ def run_probes(
     >>> records["numpy|exp|float16|CPU|eager"]["status"]
     'ok'
     """
-    from explorer.sandbox import Group, check_timeout, default_sandbox
+    from explorer.runtime.sandbox import Group, check_timeout, default_sandbox
 
     probe_timeout = check_timeout(probe_timeout, "probe_timeout")
     box = sandbox if sandbox is not None else default_sandbox()
@@ -319,8 +319,8 @@ _APP_PROBES = SlottedSandbox(APP_PROBES_IDLE_RELEASE_S)
 
 def app_probe_sandbox() -> SlottedSandbox:
     """The sandbox of a kernel's "Probe now" runs and of the workarounds a pasted error gets
-    (:mod:`explorer.analysis.diagnose`): its workers live only while it holds one of the
-    machine's worker slots (:func:`~explorer.analysis.worker_slots.machine_slots`), so the
+    (:mod:`explorer.queries.diagnose`): its workers live only while it holds one of the
+    machine's worker slots (:func:`~explorer.runtime.worker_slots.machine_slots`), so the
     visitors of a workshop server together run at most that many such sandboxes at once; they
     are stopped after :data:`APP_PROBES_IDLE_RELEASE_S` idle.  (``precision-explorer kernels``
     probes in the process-wide sandbox.)"""
@@ -357,7 +357,7 @@ def probe_item(item: tuple[Probe, list[tuple[str, str]] | None], seed: int) -> d
 
 def _record_of(result: ItemResult, probe_timeout: float) -> dict[str, Any]:
     """The record for one probe's result: its own, or a failure record saying what went wrong."""
-    from explorer.sandbox import SandboxCrash, SandboxTimeout
+    from explorer.runtime.sandbox import SandboxCrash, SandboxTimeout
 
     error = result.error
     if error is None:

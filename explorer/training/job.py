@@ -1,5 +1,5 @@
 """Training in the background: :func:`start_training` runs :func:`run_policies` in a
-:class:`explorer.analysis.jobs.Job` (the project's one job class) and returns it at once.
+:class:`explorer.runtime.jobs.Job` (the project's one job class) and returns it at once.
 """
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from explorer.analysis.jobs import Job, JobContext
-from explorer.analysis.training.config import POLICY_NAMES, Record, TrainingConfig, TrainingResult
-from explorer.analysis.training.keras_loop import run_policies
+from explorer.runtime.jobs import Job, JobContext
+from explorer.training.config import POLICY_NAMES, Record, TrainingConfig, TrainingResult
+from explorer.training.keras_loop import run_policies
 
 
 def start_training(
@@ -17,7 +17,7 @@ def start_training(
     callback: Callable[[Record], None] | None = None,
     **config_fields: Any,
 ) -> Job:
-    """Start ``run_policies`` in a background :class:`~explorer.analysis.jobs.Job` and return it at once.
+    """Start ``run_policies`` in a background :class:`~explorer.runtime.jobs.Job` and return it at once.
 
     The config is checked here, in the caller's thread, so bad input raises at once.
     ``job.records`` fills up live (every ``StepRecord``, ``GradientHistogram`` and

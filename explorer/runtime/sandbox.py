@@ -18,7 +18,7 @@ C-level writes to fd 1 and 2) to a private unlinked file, never to the
 caller's stdout or stderr; set ``PX_SANDBOX_STDERR=1`` to see their stderr.  A
 worker dies with its parent process.
 
->>> from explorer.sandbox import default_sandbox
+>>> from explorer.runtime.sandbox import default_sandbox
 >>> default_sandbox().run("numpy", "exp", "float16").status.value
 'ok'
 """
@@ -171,7 +171,7 @@ _BOOTSTRAP = (
     "from multiprocessing.connection import Connection\n"
     "conn = Connection(int(sys.argv[1]))\n"
     "sys.path[:] = conn.recv()\n"
-    "from explorer.sandbox import _worker_main\n"
+    "from explorer.runtime.sandbox import _worker_main\n"
     "_worker_main(conn, int(sys.argv[2]))\n"
 )
 _PR_SET_PDEATHSIG = 1

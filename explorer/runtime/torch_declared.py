@@ -130,7 +130,7 @@ def _disk_name() -> str:
 
 def read_in_worker(timeout: float = 300.0) -> dict[str, Any]:
     """:func:`read_opinfo_data` in a sandbox worker of its own, which is stopped afterwards."""
-    from explorer.sandbox import Sandbox
+    from explorer.runtime.sandbox import Sandbox
 
     box = Sandbox()
     try:
@@ -147,7 +147,7 @@ def opinfo_data(refresh: bool = False) -> dict[str, Any]:
     global _DATA
     if _DATA is not None and not refresh:
         return _DATA
-    from explorer.analysis.envcache import cache_dir_or_none, read_cache_json, write_cache_json
+    from explorer.runtime.envcache import cache_dir_or_none, read_cache_json, write_cache_json
 
     directory = cache_dir_or_none()
     path = None if directory is None else directory / _disk_name()

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.analysis.training.config import (
+from explorer.training.config import (
     MODELS,
     POLICY_NAMES,
     UNDERFLOW_LOSS_MULTIPLIER,
@@ -29,7 +29,7 @@ from explorer.analysis.training.config import (
     TrainingResult,
     policy_spec,
 )
-from explorer.analysis.training.data import DigitsData, load_digits_data
+from explorer.training.data import DigitsData, load_digits_data
 
 # ---------------------------------------------------------------------- keras state
 

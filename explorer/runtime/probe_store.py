@@ -6,7 +6,7 @@ sweeps merge, a sweep saves as it goes, and probing again (``use_cache=False``)
 replaces only the cells it probed.
 
 Nothing read back is trusted: a record must have exactly the keys of
-:func:`explorer.analysis.probe.failure_record` with values of the right types and
+:func:`explorer.runtime.probe.failure_record` with values of the right types and
 bounded lengths, and an HMAC that binds it to its environment key and probe key,
 computed with a per-cache-directory secret (``probes.key``, mode 0600).  A record
 that fails is discarded with one warning and probed again.  A database file that is
@@ -15,7 +15,7 @@ started.  A cache directory that cannot be used, or a full disk, means "no cache
 (one warning): answers are never wrong or missing because of the store.
 
 >>> import tempfile
->>> from explorer.analysis.probe import failure_record
+>>> from explorer.runtime.probe import failure_record
 >>> from explorer.outcome import Status
 >>> with tempfile.TemporaryDirectory() as tmp, ProbeStore(Path(tmp)) as store:
 ...     store.save("env1", "numpy|exp|float16|CPU|eager", failure_record(Status.ERROR, "boom"))
@@ -43,8 +43,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from explorer.analysis import envcache
 from explorer.outcome import PHASES, STATUSES
+from explorer.runtime import envcache
 
 log = logging.getLogger(__name__)
 

@@ -384,7 +384,7 @@ def _json_float(value: Any) -> Any:
     return value
 
 
-#: the emulated fp8 run (:func:`explorer.analysis.fp8_training.train_fp8`: E4M3 forward, E5M2
+#: the emulated fp8 run (:func:`explorer.training.fp8.train_fp8`: E4M3 forward, E5M2
 #: gradients, per-tensor delayed scaling), offered next to Keras' policies
 FP8_POLICY = "fp8_emulated"
 #: every policy a comparison can train: Keras' six (:data:`POLICY_NAMES`), then the emulated fp8 run

@@ -2,7 +2,7 @@
 
 The one job class of the project: the app's tabs run their work in a :class:`Job`
 (re-exported by :mod:`explorer.app.jobs`), and
-:func:`explorer.analysis.training.start_training` returns one.  It lives here, below
+:func:`explorer.training.start_training` returns one.  It lives here, below
 the app, so that analysis can use it too.
 
 The work function receives a :class:`JobContext`: it reports progress with
@@ -10,7 +10,7 @@ The work function receives a :class:`JobContext`: it reports progress with
 hands out records as they happen with ``ctx.emit(record)``, and checks
 ``ctx.cancelled`` (or calls ``ctx.check()``) between steps.
 
->>> from explorer.analysis.jobs import Job
+>>> from explorer.runtime.jobs import Job
 >>> job = Job("count", lambda ctx: sum(range(10))).start()
 >>> job.wait(5), job.status
 (45, 'done')

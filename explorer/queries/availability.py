@@ -1,6 +1,6 @@
 """Kernel availability: declared by TensorFlow's registry, probed by running, explained.
 
->>> from explorer.analysis.availability import availability
+>>> from explorer.queries.availability import availability
 >>> res = availability(ops=["cholesky"], dtypes=["float16"], backends=["tensorflow"], progress=False)
 >>> sorted(res.rows["mode"].unique())
 ['eager', 'registry', 'xla']
@@ -9,7 +9,7 @@ Every row has the keys of :data:`ROW_KEYS` (what the CLI prints with ``--json``)
 plus :data:`EXTRA_KEYS`.  In mode ``registry`` the device is the registry device
 type (``CPU``, ``XLA_CPU_JIT``, ``GPU``, ``XLA_GPU_JIT``) and ``ok`` means a kernel
 is registered.  Probed rows come from running the catalog op in a sandbox worker;
-they are stored as they arrive, per environment (see :mod:`explorer.analysis.probe_cache`).
+they are stored as they arrive, per environment (see :mod:`explorer.runtime.probe_store`).
 """
 
 from __future__ import annotations
@@ -22,56 +22,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from explorer.analysis import envcache, probe_cache
+from explorer.analysis.availability_rows import (
+    AVAILABILITY_MODES,
+    DEFAULT_AVAILABILITY_MODES,
+    EXTRA_DEFAULTS,
+    EXTRA_KEYS,
+    ROW_KEYS,
+)
 from explorer.analysis.explain import disagreement, explain, refine_status
-from explorer.analysis.probe import (
+from explorer.backends.base import MODES
+from explorer.outcome import Status
+from explorer.runtime import envcache
+from explorer.runtime import probe_store as probe_cache
+from explorer.runtime.probe import (
     Probe,
     failure_record,
     run_probes,
     warm_worker,
 )
-from explorer.analysis.registry import REGISTRY_DEVICE, Registry, get_registry, registry_device
-from explorer.backends.base import MODES
-from explorer.outcome import Status
+from explorer.runtime.registry import REGISTRY_DEVICE, Registry, get_registry, registry_device
 
 if TYPE_CHECKING:
-    from explorer.sandbox import Sandbox
+    from explorer.runtime.sandbox import Sandbox
 
-#: the keys of every row, in order (``precision-explorer kernels --json``)
-ROW_KEYS: tuple[str, ...] = (
-    "backend",
-    "op",
-    "raw_op",
-    "dtype",
-    "device",
-    "mode",
-    "status",
-    "error",
-    "explanation",
-    "workaround",
-)
-#: further columns of :attr:`AvailabilityResult.rows`
-#: values of the further columns before a row fills them (and where a snapshot leaves them out)
-EXTRA_DEFAULTS: dict[str, Any] = {
-    "group": "",
-    "tf_public": "",
-    "declared": None,
-    "disagreement": "",
-    "detail": "",
-    "phase": "",
-    "workaround_how": "",
-    "ran_on": None,
-    "result_dtype": None,
-    "seconds": 0.0,
-    "cached": False,
-}
-EXTRA_KEYS: tuple[str, ...] = tuple(EXTRA_DEFAULTS)
-#: modes a user may ask for: ``registry`` (declared) and every mode a backend runs in
-AVAILABILITY_MODES: tuple[str, ...] = ("registry", *MODES)
-#: modes of a sweep that names none: every mode but ``compile``, which is asked for by name
-#: (``torch.compile`` builds C++ code with Inductor for each op and dtype, where an eager probe
-#: calls one kernel; ``benchmarks/bench_frameworks.py`` times both)
-DEFAULT_AVAILABILITY_MODES: tuple[str, ...] = tuple(m for m in AVAILABILITY_MODES if m != "compile")
 #: probe store format version (the store's SQLite schema version)
 CACHE_VERSION = probe_cache.SCHEMA_VERSION
 
@@ -259,7 +232,7 @@ def _row(backend: str, t: Target, dtype: str, device: str, mode: str) -> dict[st
 
 
 def cache_path(env: dict[str, Any] | None = None) -> Path | None:
-    """The probe store's database file (see :mod:`explorer.analysis.probe_cache`), shared by
+    """The probe store's database file (see :mod:`explorer.runtime.probe_store`), shared by
     every environment; None when there is no usable cache directory.  ``env`` is accepted
     for compatibility and ignored: records are keyed by the environment inside the store."""
     directory = envcache.cache_dir_or_none()
@@ -346,14 +319,14 @@ def availability(
     list; every name is checked before anything runs.
 
     Probe records are read from and saved to the probe store
-    (:mod:`explorer.analysis.probe_cache`) as each one arrives, so an interrupted sweep
+    (:mod:`explorer.runtime.probe_store`) as each one arrives, so an interrupted sweep
     keeps what finished; ``use_cache=False`` probes again (and stores the fresh records)
     without reading the store.  The probes run in ``sandbox``'s workers (default: the
     process-wide sandbox).
     """
     from explorer.backends import BACKEND_NAMES, get_backend, normalize_device
     from explorer.formats import resolve
-    from explorer.sandbox import check_timeout
+    from explorer.runtime.sandbox import check_timeout
 
     start = time.perf_counter()
     ops = _names(ops, "ops")
@@ -448,7 +421,7 @@ def availability(
 def _tensorflow_devices(sandbox: Sandbox | None = None) -> dict[str, Any]:
     """:func:`worker_devices` from the TensorFlow probe worker of ``sandbox`` (default: the
     process-wide one); ``{"error": ...}`` when that fails."""
-    from explorer.sandbox import default_sandbox
+    from explorer.runtime.sandbox import default_sandbox
 
     try:
         box = sandbox if sandbox is not None else default_sandbox()
@@ -534,8 +507,8 @@ class _InBackground:
 def _torch_declarations(targets: list[Target], dtypes: list[str]) -> tuple[Any, dict] | None:
     """PyTorch's OpInfo data and its rows per (catalog op, format) for the selection; None when
     PyTorch is not installed (nothing is declared then)."""
-    from explorer.analysis import torch_declared
     from explorer.backends import get_backend
+    from explorer.runtime import torch_declared
 
     if not get_backend("torch").is_installed():
         return None
@@ -552,7 +525,7 @@ def torch_declared_rows(
     """Rows (backend ``torch``, mode ``registry``) of what PyTorch's OpInfo database declares per
     catalog op × format × device (CPU: ``dtypes``, GPU: ``dtypesIfCUDA``); ops OpInfo has no
     entry for have no row."""
-    from explorer.analysis.torch_declared import declared_status
+    from explorer.runtime.torch_declared import declared_status
 
     where = {"CPU": "CPU", "GPU": "CUDA"}
     rows = []
@@ -581,7 +554,7 @@ def _compare_with_opinfo(row: dict[str, Any], record: dict[str, Any], data: Any,
 
     Eager and ``compile`` rows alike are compared with the dtypes OpInfo lists for the device
     (OpInfo has no list of its own for ``torch.compile``)."""
-    from explorer.analysis.torch_declared import RAN, compare, declared_status
+    from explorer.runtime.torch_declared import RAN, compare, declared_status
 
     said = table.get((row["op"], row["dtype"]))
     if said is None or row["device"] not in ("CPU", "GPU"):

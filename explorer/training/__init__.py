@@ -47,36 +47,36 @@ Scenarios
 Records stream to ``callback`` as they happen (``StepRecord``, ``EpochRecord``,
 ``GradientHistogram``); a ``threading.Event`` passed as ``cancel`` stops the run
 between steps (the result then has ``cancelled=True``).  ``start_training``
-runs several policies in a background :class:`~explorer.analysis.jobs.Job`.
+runs several policies in a background :class:`~explorer.runtime.jobs.Job`.
 
 Keras' dtype policy is thread-local, but ``floatx`` is process-wide: runs hold a
 module lock and restore both in ``finally``.
 
 The code is split by what it holds, and every name is re-exported here:
 
-- :mod:`~explorer.analysis.training.config`: policies, ``TrainingConfig`` and its
+- :mod:`~explorer.training.config`: policies, ``TrainingConfig`` and its
   checks, the records (``StepRecord``, ``EpochRecord``, ``GradientHistogram``) and
   ``TrainingResult``;
-- :mod:`~explorer.analysis.training.data`: the digits (``load_digits_data``);
-- :mod:`~explorer.analysis.training.keras_loop`: Keras' global state, the model,
+- :mod:`~explorer.training.data`: the digits (``load_digits_data``);
+- :mod:`~explorer.training.keras_loop`: Keras' global state, the model,
   the optimizer and the training loop (``train``, ``run_policies``);
-- :mod:`~explorer.analysis.training.job`: ``start_training`` (in this process, in a thread);
-- :mod:`~explorer.analysis.training.queue`: the machine-wide first-come-first-served queue
+- :mod:`~explorer.training.job`: ``start_training`` (in this process, in a thread);
+- :mod:`~explorer.training.queue`: the machine-wide first-come-first-served queue
   of training runs (SQLite, ``$PX_TRAINING_SLOTS`` slots) shared by every visitor's kernel;
-- :mod:`~explorer.analysis.training.workers`: one run in a worker process of its own, its
+- :mod:`~explorer.training.workers`: one run in a worker process of its own, its
   records streamed back through a pipe;
-- :mod:`~explorer.analysis.training.parallel`: ``train_in_workers``, several runs side by
+- :mod:`~explorer.training.parallel`: ``train_in_workers``, several runs side by
   side through the queue (what the app's Training tab uses: its kernel never imports
   TensorFlow).
 
->>> from explorer.analysis.training import POLICY_NAMES
+>>> from explorer.training import POLICY_NAMES
 >>> POLICY_NAMES[:2]
 ('float32', 'mixed_float16')
 """
 
 from __future__ import annotations
 
-from explorer.analysis.training.config import (
+from explorer.training.config import (
     ALL_POLICY_NAMES,
     DEFAULT_EPOCHS,
     FP8_POLICY,
@@ -99,9 +99,9 @@ from explorer.analysis.training.config import (
     TrainingResult,
     policy_spec,
 )
-from explorer.analysis.training.data import DigitsData, load_digits_data
-from explorer.analysis.training.job import start_training
-from explorer.analysis.training.keras_loop import (
+from explorer.training.data import DigitsData, load_digits_data
+from explorer.training.job import start_training
+from explorer.training.keras_loop import (
     HISTOGRAM_EDGES,
     build_model,
     keras_policy,

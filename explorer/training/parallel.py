@@ -1,9 +1,9 @@
 """Several training runs side by side, each in its own worker process, through a shared queue.
 
 :func:`train_in_workers` takes one ticket per run in the machine-wide
-:class:`~explorer.analysis.training.queue.TrainingQueue` (all at once,
+:class:`~explorer.training.queue.TrainingQueue` (all at once,
 so a comparison's runs queue together), starts a
-:class:`~explorer.analysis.training.workers.TrainingWorker` for each ticket as soon as it gets a
+:class:`~explorer.training.workers.TrainingWorker` for each ticket as soon as it gets a
 slot, and forwards every record as it arrives, so the runs' curves grow together.  Each run's
 state is one :class:`RunStatus` (queued with its place, starting, training step i/n, done,
 cancelled, failed), handed to ``on_status`` on every change: the single source of progress
@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import wait as wait_for_connections
 from typing import Any
 
-from explorer.analysis.training.config import FP8_POLICY
-from explorer.analysis.training.queue import Place, Ticket, TrainingQueue, available_cores
-from explorer.analysis.training.workers import TrainingWorker, WorkerJob
+from explorer.training.config import FP8_POLICY
+from explorer.training.queue import Place, Ticket, TrainingQueue, available_cores
+from explorer.training.workers import TrainingWorker, WorkerJob
 
 #: the states a run goes through
 RUN_STATES: tuple[str, ...] = ("queued", "starting", "training", "done", "cancelled", "failed")

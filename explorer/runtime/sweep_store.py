@@ -1,11 +1,11 @@
 """Backend runs of the Ranges/Accuracy sweeps made in a sandboxed worker process, cached on disk.
 
-A sweep (:func:`explorer.analysis.ranges.sweep`, :func:`~explorer.analysis.ranges.binary_sweep`)
+A sweep (:func:`explorer.queries.ranges.sweep`, :func:`~explorer.queries.ranges.binary_sweep`)
 asks each backend for one vectorised run over an input grid.  :class:`WorkerRunner` makes the
 runs of the backends in :data:`WORKER_BACKENDS` (TensorFlow) in a worker process
-(:mod:`explorer.sandbox`) instead of importing the framework in the caller, and keeps every
+(:mod:`explorer.runtime.sandbox`) instead of importing the framework in the caller, and keeps every
 answer in ``sweeps.sqlite3`` in the cache directory, keyed by what determines it: the
-environment key (:func:`explorer.analysis.envcache.environment_key`: framework versions,
+environment key (:func:`explorer.runtime.envcache.environment_key`: framework versions,
 TensorFlow's included, platform, CPU, the code of ops and backends), the backend, op, format,
 device and a SHA-256 of the input grid.  A later process with the same environment and grid
 reads the answer back without starting a worker or importing the framework.
@@ -14,14 +14,14 @@ Nothing read back is trusted.  A row is used only when its metadata is JSON with
 expected keys, types and bounded lengths, a known status, the backend asked for and a
 result of exactly ``8 * len(grid)`` bytes (little-endian float64, read with
 ``numpy.frombuffer``: no pickle, nothing executed), and its HMAC (the probe store's
-per-cache-directory secret, :func:`explorer.analysis.probe_cache.load_secret`) binds it to its
+per-cache-directory secret, :func:`explorer.runtime.probe_store.load_secret`) binds it to its
 key.  Anything else is deleted (one warning) and computed again.  Runs that crashed or timed
 out are not stored.  The file holds at most :data:`MAX_ENTRIES` rows and :data:`MAX_BYTES` of
 results (oldest removed first).  A damaged database file is moved aside once; a cache
 directory that cannot be used means "no cache", never a wrong or missing answer.
 
 >>> import tempfile
->>> from explorer.analysis.ranges import sweep
+>>> from explorer.queries.ranges import sweep
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     runner = WorkerRunner(SweepStore(Path(tmp)), env_key="doc", worker_backends=("emulated",))
 ...     s = sweep("exp", "float16", ("emulated",), runner=runner)
@@ -46,12 +46,13 @@ from typing import Any
 
 import numpy as np
 
-from explorer.analysis import envcache, probe_cache
 from explorer.analysis.regions import BackendRun
-from explorer.analysis.worker_slots import SlottedSandbox, WorkersBusy
 from explorer.formats import Format
 from explorer.ops import Op
 from explorer.outcome import STATUSES, Status
+from explorer.runtime import envcache
+from explorer.runtime import probe_store as probe_cache
+from explorer.runtime.worker_slots import SlottedSandbox, WorkersBusy
 
 log = logging.getLogger(__name__)
 
@@ -394,10 +395,10 @@ def open_store() -> SweepStore:
 
 
 def run_in_worker(backend: str, op: str, fmt: str, inputs: tuple[np.ndarray, ...], device: str) -> BackendRun:
-    """Worker side: one backend run of a sweep (:func:`explorer.analysis.ranges.run_backend`)."""
-    from explorer.analysis.ranges import run_backend
+    """Worker side: one backend run of a sweep (:func:`explorer.queries.ranges.run_backend`)."""
     from explorer.formats import resolve
     from explorer.ops import get_op
+    from explorer.runtime.backend_run import run_backend
 
     return run_backend(backend, get_op(op), resolve(fmt), inputs, device)
 
@@ -446,7 +447,7 @@ class WorkerRunner:
     def __call__(
         self, name: str, op: Op, fmt: Format, inputs: tuple[np.ndarray, ...], device: str
     ) -> BackendRun:
-        from explorer.analysis.ranges import run_backend
+        from explorer.runtime.backend_run import run_backend
 
         if name not in self.worker_backends:
             return run_backend(name, op, fmt, inputs, device)
@@ -466,7 +467,7 @@ class WorkerRunner:
     def _from_worker(
         self, name: str, op: Op, fmt: Format, inputs: tuple[np.ndarray, ...], device: str
     ) -> BackendRun:
-        from explorer.sandbox import SandboxCrash, SandboxError, SandboxTimeout
+        from explorer.runtime.sandbox import SandboxCrash, SandboxError, SandboxTimeout
 
         self.worker_runs += 1
         try:

@@ -5,7 +5,7 @@ The cache lives in ``$PX_CACHE_DIR`` when set, else the user cache directory
 (a temporary file in the same directory, then ``os.replace``); a cache file that cannot
 be read, parsed or is of the wrong shape is removed and rebuilt by the caller, never
 fatal; a cache directory that cannot be used means "no cache" (one warning).  The probe
-records themselves live in a SQLite store (:mod:`explorer.analysis.probe_cache`).
+records themselves live in a SQLite store (:mod:`explorer.runtime.probe_store`).
 
 Nothing here imports a framework: versions come from package metadata, so the
 environment key is cheap enough for a cached answer in well under a second.

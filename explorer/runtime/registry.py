@@ -5,7 +5,7 @@ The data and the rules to query it are TensorFlow knowledge and live beside the 
 backend (:mod:`explorer.backends.tensorflow_registry`); this module decides where the data
 comes from, and :func:`registry_source` says where it came from.
 
->>> from explorer.analysis.registry import get_registry
+>>> from explorer.runtime.registry import get_registry
 >>> get_registry().declared("Cholesky", "bfloat16", "CPU").value
 'unsupported_dtype'
 """
@@ -104,7 +104,7 @@ def available_without_tensorflow() -> bool:
     """
     if _REGISTRY is not None or shipped_installed_release() is not None:
         return True
-    from explorer.analysis.envcache import cache_dir_or_none
+    from explorer.runtime.envcache import cache_dir_or_none
 
     directory = cache_dir_or_none()
     return directory is not None and (directory / _disk_key()).is_file()
@@ -143,7 +143,7 @@ def get_registry(where: str = "auto", refresh: bool = False) -> Registry:
         raise ValueError(f"unknown where {where!r}; valid: auto, here, sandbox")
     if _REGISTRY is not None and not refresh:
         return _REGISTRY
-    from explorer.analysis.envcache import cache_dir_or_none, read_cache_json, warn_once, write_cache_json
+    from explorer.runtime.envcache import cache_dir_or_none, read_cache_json, warn_once, write_cache_json
 
     directory = cache_dir_or_none()
     path = None if directory is None else directory / _disk_key()
@@ -164,8 +164,8 @@ def get_registry(where: str = "auto", refresh: bool = False) -> Registry:
         if where == "here":
             data = read_registry_data()
         else:
-            from explorer.analysis.probe import warm_worker
-            from explorer.sandbox import default_sandbox
+            from explorer.runtime.probe import warm_worker
+            from explorer.runtime.sandbox import default_sandbox
 
             box = default_sandbox()
             data = box.call(warm_worker(box, "tensorflow"), read_registry_data, timeout=300.0)

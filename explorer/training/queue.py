@@ -18,7 +18,7 @@ whose recorded worker is gone, so a kernel killed with SIGKILL frees its slots a
 look by anyone.  Without ``/proc`` liveness is ``os.kill(pid, 0)``.
 
 Where: ``$PX_TRAINING_QUEUE_DIR``, else ``training-queue/`` in the project's cache directory
-(:func:`explorer.analysis.envcache.cache_dir`: ``$PX_CACHE_DIR`` or the platform user cache
+(:func:`explorer.runtime.envcache.cache_dir`: ``$PX_CACHE_DIR`` or the platform user cache
 dir).  Pids are only comparable on one machine (one pid namespace): the directory must be
 local to it, not shared over a network file system.
 
@@ -168,7 +168,7 @@ def queue_dir(environ: Mapping[str, str] | None = None) -> Path:
     raw = env.get(DIR_ENV, "")
     if raw:
         return Path(raw)
-    from explorer.analysis.envcache import CacheUnavailable, cache_dir
+    from explorer.runtime.envcache import CacheUnavailable, cache_dir
 
     try:
         return cache_dir() / "training-queue"

@@ -107,7 +107,7 @@ class WorkersBusy(RuntimeError):
 def machine_slots() -> WorkerSlots:
     """The machine-wide slots of framework workers, in the cache directory every kernel of this
     user shares (``worker-slots``; the temp directory's ``px-worker-slots`` without one)."""
-    from explorer.analysis import envcache
+    from explorer.runtime import envcache
 
     root = envcache.cache_dir_or_none()
     directory = root / "worker-slots" if root is not None else Path(tempfile.gettempdir()) / "px-worker-slots"
@@ -134,7 +134,7 @@ class SlottedSandbox:
     def _started(self, timeout: float, waiting: Callable[[], None] | None) -> Any:
         """The sandbox, started (with a slot) if it was not running; ``waiting()`` is called about
         once a second while every slot is taken (it may raise to stop waiting)."""
-        from explorer.sandbox import Sandbox
+        from explorer.runtime.sandbox import Sandbox
 
         with self._start_lock:
             with self._lock:
@@ -177,7 +177,7 @@ class SlottedSandbox:
     def call(self, key: str, func: Callable[..., Any], *args: Any, timeout: float) -> Any:
         """``func(*args)`` in the worker ``key`` (its framework imported first, not counted in
         ``timeout``); waits up to ``timeout`` for a slot."""
-        from explorer.sandbox import WARMUP_TIMEOUT, warm_backend
+        from explorer.runtime.sandbox import WARMUP_TIMEOUT, warm_backend
 
         with self.held(timeout) as box:
             if key not in box.workers():

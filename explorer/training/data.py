@@ -12,7 +12,7 @@ from functools import cache
 
 import numpy as np
 
-from explorer.analysis.training.config import MODELS
+from explorer.training.config import MODELS
 
 
 @dataclass(frozen=True)

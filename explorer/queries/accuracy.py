@@ -37,7 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from explorer.analysis.ranges import (
+from explorer.formats import ordinals, resolve
+from explorer.ops import catalog, get_op
+from explorer.queries.ranges import (
     DEFAULT_BACKENDS,
     DEFAULT_SAMPLES,
     Sweep,
@@ -46,8 +48,6 @@ from explorer.analysis.ranges import (
     check_samples,
     sweep,
 )
-from explorer.formats import ordinals, resolve
-from explorer.ops import catalog, get_op
 
 #: One line each, wherever the two measures are shown.
 ULP_STEPS_DEFINITION = (
@@ -266,7 +266,7 @@ def _summary(name: str, run: Any, steps: np.ndarray, errors: np.ndarray, exhaust
 
 
 def accuracy_from_sweep(s: Sweep) -> AccuracyResult:
-    """Both error measures of every backend of a :class:`~explorer.analysis.ranges.Sweep`."""
+    """Both error measures of every backend of a :class:`~explorer.queries.ranges.Sweep`."""
     fmt = resolve(s.format)
     defined = ~np.isnan(s.reference)
     inputs = tuple(x[defined] for x in s.inputs)

@@ -1,0 +1,1 @@
+"""The questions the CLI and every tab share, one function each."""

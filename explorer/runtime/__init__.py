@@ -1,0 +1,1 @@
+"""What touches the machine: worker processes, slots, jobs, stores on disk, caches."""
