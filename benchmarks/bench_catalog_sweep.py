@@ -17,92 +17,21 @@ processes it started, rows, rows per mode and per status.  Timings are wall-cloc
 a shared machine: compare figures measured back to back, and the CPU seconds, which
 other load changes less.
 
-Measured on the 2-core development machine, shared with other jobs, TensorFlow 2.21, torch 2.13,
-jax 0.10.2, all five backends (the default), 14,344 rows:
-
-    issue 9 item 8, before (load < 1):  cold 349 s (427 CPU s); warm 4.2 s
-    after (load 1.4-4.3 while measuring): cold 164.9 s (263.8 CPU s), warm 3.4 s;
-                                          cold 160.1 s (254.3 CPU s), warm 3.0 s
-    after, PX_PROBE_WORKERS=1 (one TensorFlow and one JAX worker): cold 234.1 s (278.2 CPU s)
-    then every XLA probe compiled and run, not lowered (load 0.7-3.1): cold 113.3 s (219.7 CPU s),
-                                          warm 2.7 s; one record changed: tensorflow svd float16
-                                          CPU xla, ok (lowered) -> wrong_result (NaN when run)
-    then workarounds that return NaN or inf where the reference is finite not offered (d53e256,
-    quiet machine): cold 154.4 s (297.8 CPU s), warm 3.4 s; why it took more CPU than the run
-    above is not known (the new check runs the reference once per failing cell)
-    2026-12-02, a fresh machine of the same kind (quiet; it runs the browser benchmarks about
-    twice as fast as the machine above), fec4eda: cold 74.2 s (142.0 CPU s), warm 1.6 s; per
-    backend, cold, alone: jax 52.2 s wall (98.3 CPU s), tensorflow 16.1 s (29.8 CPU s); the
-    same code again later (8ab5805): cold 65.4 s (125.5 CPU s), warm 1.2 s; jax alone 44.1 s
-    (83.6 CPU s), and 43.9 s (83.2 CPU s) with a compilation cache its two workers share
-    (JAX_COMPILATION_CACHE_DIR), so that is not used
-    the backends the sweep ran before PyTorch and JAX were installed (0844dea put them in the
-    test extra; ``--backend tensorflow --backend numpy --backend emulated --repeat 3``,
-    c3fe24c, 9,520 rows): cold 13.8, 13.2, 13.6 s (26.1, 25.0,
-    25.7 CPU s), warm 0.9, 0.8, 0.9 s
-    2026-12-02, later, the same machine (the same code takes about 15% more CPU seconds than
-    in the runs above): 0c27a7c, three backends: cold 17.0, 15.4, 15.3, 17.6 s (31.8, 29.3,
-    28.9, 33.0 CPU s); 4095b07 (XLA probes lower to HLO only when the run raised): three
-    backends 15.3, 14.5, 15.8, 16.0, 16.5 s (28.5, 27.2, 29.5, 29.8, 30.6 CPU s), warm
-    0.9-1.5 s; all five 70.1 s (134.5 CPU s), warm 1.4 s.  TensorFlow alone, 0c27a7c and
-    4095b07 taken in turn: 13.9 / 13.6, 13.3 / 14.4, 13.7 / 12.8 s (within the noise; in one
-    process the 1,280 XLA cells take 18.0 -> 15.8 and 17.8 -> 14.9 CPU s, and with the
-    registry's kernel places 20.5 -> 16.7 and 20.8 -> 18.5: ``bench_probe_cpu.py``)
-    the code of the day issue 9 was filed (0e4d497, with ``explorer.cli.positive_float``
-    copied in from 6455caf, which it imports but lacks), on the same machine, three backends:
-    ``PYTHONPATH=<its checkout> python -m explorer kernels --no-cache --backend tensorflow
-    --backend numpy --backend emulated --save F``: 41.7 s and 38.0 s (50.4, 45.8 CPU s by
-    ``/usr/bin/time``), 9,520 rows, each printed to stdout
-
-Per backend, cold (``PX_CACHE_DIR=<fresh dir> python -m explorer kernels --no-cache --backend B
---save F``), wall (CPU) seconds, before -> after: numpy 5.1 -> 3.3 (4.0), emulated 2.9 -> 3.0
-(3.7), torch 14.3 -> 9.4 (14.1), tensorflow 23.8 (41.5) -> 20.5 (37.2), jax 311 (347) -> 104.8
-(201.9).  What changed: the probe workers' XLA flags add ``--xla_cpu_use_fusion_emitters=false``
-to LLVM optimisation off (JAX's workers had LLVM optimisation off already); JAX gets two probe
-workers (and workers of its own, keyed ``kernels-jax``), as TensorFlow has; the workaround code
-generation is made once per op and compute dtype instead of once per cell (the generated code is
-byte for byte the same for every op, dtype, framework and compute dtype); PyTorch's OpInfo table
-is read while the probes run, not before; ``AvailabilityResult.records`` converts column by column.
-
-Where the cold time goes now: JAX, ~200 of the ~255 CPU seconds.  Every JAX cell is compiled by
-XLA (eager cells compile each primitive they dispatch); in-process, under cProfile, compiling is
-54% of a JAX probe, lowering to StableHLO 26%, tracing 6%.  Lowering alone does not answer as
-compiling does, for JAX nor for TensorFlow (below), so every XLA probe compiles and runs.
-15 s cold for all five backends is out of reach on 2 cores without caching across runs: the JAX
-probes alone take ~200 CPU seconds (98 on the faster machine of 2026-12-02), of which XLA's
-compiler takes 53.1 CPU s for 2,784 compilations (``benchmarks/bench_probe_cpu.py --backend jax``):
-26.5 s on 2 cores for JAX's compilations alone (68.6 CPU s, 34.3 s, in a later run).  Compiling many
-ops in one XLA module would save about a third of JAX's XLA cells' time, ~12 CPU s of 125-142
-(``benchmarks/bench_jax_xla_batching.py``), so it is not done.
+Measurements, with their commits and machines: ``benchmarks/results/catalog_sweep.md``.
 
 ``--prove-lowering`` runs every XLA cell of the catalog (every op x TensorFlow float dtype,
 on each device present) both ways, lowered to HLO only (``PX_PROBE_XLA_EXECUTE=0``) and
 compiled and run (what the probes do), and prints every cell whose status, phase, result dtype
-or error differs.  Measured
-now: 1,280 cells, 1 differs (svd float16: lowered ``ok``, compiled and run ``wrong_result``, NaN),
-under the probe flags and under ``XLA_FLAGS=--xla_backend_optimization_level=0`` alike.
+or error differs.
 
 ``--prove-flags BACKEND`` probes every cell of the backend (every op x dtype x mode on CPU, with
 workarounds) in fresh processes at the same time: under ``--baseline`` XLA flags and under
 ``--flags``, XLA cells compiled and run, and under ``--flags`` as the probes take them; it prints
 every record that differs (status, phase, result dtype, device, first error line, detail,
-workaround).  Measured (jax 0.10.2; the three processes at once, with other load):
-
-    --prove-flags jax: baseline '' (JAX's defaults) vs the probe flags: 2,560 cells, 0 differ
-        (660 -> 235 CPU s in the process); compiled vs lowered: 20 differ (erfc, bessel_i1, gelu
-        in float8/float4 lower but XLA:CPU cannot legalize chlo.erfc / chlo.bessel_i1e; sigmoid
-        and silu in float8_e4m3b11fnuz run silently wrong), so JAX probes are not lowered
-    --prove-flags tensorflow --as-probed, '--xla_backend_optimization_level=0' vs the probe
-        flags: 2,560 cells, 0 differ (33.3 -> 27.9 CPU s in the process; the XLA workarounds
-        offered for eager cells are what compiles there)
-    --prove-flags tensorflow --flags '--xla_backend_optimization_level=0
-        --xla_cpu_use_fusion_emitters=false' (XLA cells compiled and run, as the probes now do):
-        2,560 cells, 0 differ (62.7 -> 37.2 CPU s in the process)
+workaround).
 
 ``--compare BEFORE AFTER`` compares two saved snapshots cell by cell (status, phase, result
-dtype, device, first error line, detail, declared, disagreement, explanation, workaround): a
-cold sweep of the code before item 8 against two cold sweeps after it, 14,344 cells, 0
-differences each.
+dtype, device, first error line, detail, declared, disagreement, explanation, workaround).
 """
 
 from __future__ import annotations

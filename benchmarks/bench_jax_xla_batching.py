@@ -17,13 +17,7 @@ The two orders run in separate processes (``--way``), so neither warms the other
 Both ways report how many ops ran and how many were judged ``wrong_result``; "batched" counts
 only the ops it ran together, and its time includes the one-by-one runs of the ops it left.
 
-Measured 2026-12-02 (jax 0.10.2, 2-core machine, quiet), ``--dtypes
-float32,float16,bfloat16,float8_e4m3fn,float8_e5m2 --batch 16``, CPU s one by one -> batched
-(ratio): float32 3.20 -> 1.72 (0.54), float16 3.36 -> 2.04 (0.61), bfloat16 3.50 -> 2.29
-(0.65), float8_e4m3fn 4.06 -> 3.22 (0.79), float8_e5m2 3.50 -> 2.69 (0.77); the same ops ran,
-none judged wrong either way.  That is 17.6 -> 12.0 CPU s for half of JAX's XLA cells: about
-12 CPU s of the whole cold sweep's 125-142 (``bench_catalog_sweep.py``), so the probes do not
-batch.
+Measurements: ``benchmarks/results/jax_xla_batching.md``.
 """
 
 from __future__ import annotations

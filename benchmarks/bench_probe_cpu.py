@@ -15,21 +15,7 @@ the compilations it hands to XLA (``jax._src.compiler.backend_compile_and_load``
 seconds while inside them, and those divided by the cores: the wall seconds the compilations
 alone need with every core busy.
 
-Measured 2026-12-02 on the 2-core development machine, nothing else running (the machine's
-other load varied: compare figures measured back to back):
-
-    --backend jax (jax 0.10.2, 4095b07): 2,560 cells (2,200 ok, 64 fallback, 4 wrong_result,
-        180 no_kernel, 80 error, 32 unsupported_dtype), 96.5 CPU s; 2,784 compilations, 53.1
-        CPU s compiling: 26.5 s of wall time on 2 cores for JAX's compilations alone; again
-        later (through sweep_cells; the same cells): 125.3 CPU s, 2,784 compilations,
-        68.6 CPU s compiling, 34.3 s on 2 cores
-    --backend tensorflow --mode xla (TensorFlow 2.21), 0c27a7c and this file's commit taken in
-        turn (``PYTHONPATH`` a checkout of 0c27a7c for the first): 20.5 -> 16.7, 20.8 -> 18.5
-        CPU s (4095b07: XLA probes lower to HLO only when the run raised), 1,280 cells, the same
-        statuses (499 ok, 32 fallback, 1 wrong_result, 37 no_kernel, 29 error, 682
-        unsupported_dtype: the probes' own statuses, before the sweep's rows weigh them against
-        the registry).  Before the probes here took the registry's kernel places (as the
-        workers do), 0c27a7c and 1df4005 in turn: 18.0 -> 15.8, 17.8 -> 14.9 CPU s
+Measurements: ``benchmarks/results/probe_cpu.md``.
 """
 
 from __future__ import annotations
