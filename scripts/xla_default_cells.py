@@ -2,7 +2,7 @@
 that are ``ok`` only through a DEFAULT kernel, per device type, and which of them sit on a
 symbolic (XLA JIT) device, where TensorFlow does not look DEFAULT kernels up.
 
-    python benchmarks/xla_default_cells.py
+    python scripts/xla_default_cells.py
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@
 # with mutmut 3 (pip install mutmut), killed by tests/test_registry.py alone.  Prints mutmut's
 # summary and the score (killed / (killed + survived)); the surviving mutants are listed after.
 #
-#   bash benchmarks/mutation_registry.sh                          # the tests in the working tree
-#   MUTATION_TESTS_FROM=HEAD bash benchmarks/mutation_registry.sh # tests/test_registry.py of a revision
+#   bash scripts/mutation_registry.sh                          # the tests in the working tree
+#   MUTATION_TESTS_FROM=HEAD bash scripts/mutation_registry.sh # tests/test_registry.py of a revision
 #   MUTATION_DESELECT=test_name ...                               # also leave out tests matching this
-#   MUTATION_LIVE=1 bash benchmarks/mutation_registry.sh          # read_registry_data's mutants only,
+#   MUTATION_LIVE=1 bash scripts/mutation_registry.sh          # read_registry_data's mutants only,
 #                                                                 # against the live reader test
 #
 # mutmut needs the tests green on the unmutated code; a revision's test that fails there must be

@@ -5,13 +5,13 @@
 # tests/test_backends.py that needs no TensorFlow.
 #
 # Usage:
-#   benchmarks/mutation.sh                  # the working tree's tests
-#   PX_MUTATION_TESTS_FROM=HEAD benchmarks/mutation.sh   # test_formats.py and test_backends.py
+#   scripts/mutation.sh                  # the working tree's tests
+#   PX_MUTATION_TESTS_FROM=HEAD scripts/mutation.sh   # test_formats.py and test_backends.py
 #                                           # as committed at HEAD (the "before" score)
-#   benchmarks/mutation.sh 'explorer.formats.x_decode*'  # only some mutants (mutmut name globs)
+#   scripts/mutation.sh 'explorer.formats.x_decode*'  # only some mutants (mutmut name globs)
 #   PX_MUTATION_SOURCE=/tmp/explorer-snapshot ...   # mutate a saved copy of explorer/ (so that a
 #                                           # before/after pair sees the same code)
-#   PX_MUTATION_DIR=/tmp/m PX_MUTATION_PASS2_ONLY=1 benchmarks/mutation.sh   # redo pass 2 only
+#   PX_MUTATION_DIR=/tmp/m PX_MUTATION_PASS2_ONLY=1 scripts/mutation.sh   # redo pass 2 only
 #
 # Everything happens in a scratch copy ($PX_MUTATION_DIR, default a new /tmp folder): the
 # repository is never written to, and the mutmut configuration lives in that copy's setup.cfg
