@@ -355,9 +355,9 @@ def test_plots_are_pure_figures() -> None:
     assert isinstance(plot_binary_map(R.binary_map("mul", "float4_e2m1fn", "emulated")), Figure)
     # drawing never needs pyplot (checked in a fresh interpreter: TensorFlow itself imports it)
     code = (
-        "import sys; from explorer.analysis import ranges, bits, accumulation; "
+        "import sys; from explorer.analysis import regions, bits, accumulation; "
         "from explorer.plots import ranges as p, bits as b, accumulation as a; "
-        "p.plot_number_lines(ranges.number_lines()); b.plot_bit_fields(bits.inspect_value(1.0, 'half')); "
+        "p.plot_number_lines(regions.number_lines()); b.plot_bit_fields(bits.inspect_value(1.0, 'half')); "
         "a.plot_running_sum(accumulation.summation_study(n=100)); "
         "assert 'matplotlib.pyplot' not in sys.modules"
     )

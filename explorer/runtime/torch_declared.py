@@ -19,7 +19,7 @@ takes 2-8 s).  Some ``dtypesIfCUDA`` are computed from the GPU of the machine th
 set may lack a dtype a GPU machine's read would list (``matmul`` in bfloat16).
 
 Which OpInfo entries a catalog op stands for is found from its ``torch`` call: the torch
-functions it calls (:func:`explorer.analysis.error_text.trace_call`, run on stand-ins, no torch
+functions it calls (:func:`explorer.analysis.call_trace.trace_call`, run on stand-ins, no torch
 import), by OpInfo name or alias, plus :data:`OPINFO_FOR` for calls that are methods or
 operators, and for ops whose call picks a variant.  The op is declared in a dtype when every
 entry it stands for declares it.
@@ -180,7 +180,7 @@ def calls_of(op: Op) -> tuple[str, ...]:
     """
     if op.name in OPINFO_FOR:
         return tuple(dict.fromkeys(name for name, _ in OPINFO_FOR[op.name]))
-    from explorer.analysis.error_text import trace_call
+    from explorer.analysis.call_trace import trace_call
 
     traced = trace_call(op.torch, "torch", "torch.float32", tuple(f"x{i}" for i in range(op.arity)))
     if traced is None:
