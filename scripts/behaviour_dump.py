@@ -191,6 +191,10 @@ def widget_text(widget: Any) -> list[str]:
     return lines
 
 
+#: words a tab shows while it still computes
+BUSY_WORDS = ("running", "loading", "being asked", "computing", "probing…")
+
+
 def dump_app(out: Path) -> None:
     os.environ["PX_CACHE_DIR"] = tempfile.mkdtemp()
     import explorer
@@ -199,11 +203,11 @@ def dump_app(out: Path) -> None:
     (out / "app_preview.html").write_text(app.preview_html())
     for key in list(app.tabs):
         tab = app.select(key)
-        text, deadline = None, time.monotonic() + 240
+        text, deadline = None, time.monotonic() + 300
         while time.monotonic() < deadline:  # settled: the same text three polls running
             time.sleep(2)
             now = "\n".join(widget_text(tab.widget if hasattr(tab, "widget") else app.tabs.slots[key]))
-            if now == text and "running" not in now.lower():
+            if now == text and not any(word in now.lower() for word in BUSY_WORDS):
                 break
             text = now
         (out / f"app_{key}.txt").write_text((text or "") + "\n")
@@ -212,6 +216,8 @@ def dump_app(out: Path) -> None:
 
 #: a stack frame in one of explorer's own files, as TensorFlow quotes it in an error text: where
 #: the code lives (its file and line) is what a refactor changes, so frames compare by function
+#: pandas Styler's table id, random per render
+STYLER_ID = re.compile(r"\bT_[0-9a-f]{5}(?=[_\"])")
 OWN_FRAME = re.compile(r'File \\?"[^"\\]*/explorer/[^"\\]*\\?", line \d+, in ')
 
 
@@ -219,7 +225,7 @@ def normalised(path: Path) -> str:
     text = path.read_text()
     if path.suffix == ".json":  # scrubbed again: a dump made by an older copy of this script
         text = json.dumps(scrub(json.loads(text)), indent=1, sort_keys=True) + "\n"
-    return OWN_FRAME.sub('File "<explorer>", in ', text)
+    return STYLER_ID.sub("T_id", OWN_FRAME.sub('File "<explorer>", in ', text))
 
 
 def compare(before: Path, after: Path) -> int:
