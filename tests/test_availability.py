@@ -21,7 +21,7 @@ from explorer.queries.snapshot import diff_snapshots, load_snapshot, save_snapsh
 from explorer.runtime.probe import Probe, run_probes
 from explorer.runtime.registry import Registry, get_registry
 from explorer.runtime.sandbox import Sandbox, default_sandbox
-from explorer.runtime.workarounds import workaround_result_dtype
+from explorer.runtime.workaround_exec import workaround_result_dtype
 
 RAN = ("ok", "fallback")
 SEED_OPS = ("range", "cholesky", "exp")

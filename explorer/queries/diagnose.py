@@ -51,7 +51,7 @@ def run_code(code: str) -> str:
     >>> run_code("import numpy as np\\nresult = np.ones(2, np.float16)")
     'float16'
     """
-    from explorer.runtime.workarounds import execute_workaround, result_dtype
+    from explorer.runtime.workaround_exec import execute_workaround, result_dtype
 
     result = execute_workaround(code)
     dtype = getattr(result, "dtype", None)
