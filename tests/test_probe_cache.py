@@ -435,6 +435,25 @@ def test_clear_cache_empties_the_store_and_counts(reg: Registry, cache: Path) ->
     assert sweep(reg).probed == 4
 
 
+def test_the_code_fingerprint_hashes_the_probe_runner_and_the_workaround_modules() -> None:
+    """Every source glob of the environment key's code fingerprint names files that exist (a
+    module moved or renamed would drop out of it silently, and records its change decides
+    would be trusted), among them the probe runner and the workaround modules (written here)."""
+    root = Path(envcache.__file__).resolve().parents[1]
+    hashed: set[str] = set()
+    for pattern in envcache.FINGERPRINT_SOURCES:
+        matched = {path.relative_to(root).as_posix() for path in root.glob(pattern)}
+        assert matched, f"{pattern} names no file under {root}"
+        hashed |= matched
+    assert {
+        "runtime/probe.py",
+        "runtime/workarounds.py",
+        "runtime/workaround_source.py",
+        "runtime/workaround_exec.py",
+        "ops/unary.py",
+    } <= hashed
+
+
 # ------------------------------------------------------------------ no cache is no error
 
 
