@@ -158,9 +158,10 @@ def sweep_cells(
     dtypes, or ``dtypes``, x every mode it has but ``compile``, or ``modes``, on CPU), probed here
     one after another as a probe worker probes it (TensorFlow's with the registry's kernel
     places); yields ``(probe, record)``.  ``execute``: as :func:`probe_record`'s."""
+    from explorer.analysis.availability_rows import DEFAULT_AVAILABILITY_MODES
     from explorer.backends import get_backend
     from explorer.ops import catalog
-    from explorer.queries.availability import DEFAULT_AVAILABILITY_MODES, _kernel_places, probes_for
+    from explorer.queries.availability_probes import _kernel_places, probes_for
     from explorer.runtime.probe import probe_record
     from explorer.runtime.registry import get_registry
 

@@ -644,7 +644,8 @@ def test_kernels_heatmap_click_shows_the_real_error_and_workaround_escaped(app: 
     escaped; the hover table's title attribute holds the error with no raw newline."""
     import pandas as pd
 
-    from explorer.queries.availability import EXTRA_DEFAULTS, AvailabilityResult
+    from explorer.analysis.availability_rows import EXTRA_DEFAULTS
+    from explorer.queries.availability_result import AvailabilityResult
 
     error = 'NotFoundError: no <kernel> for "Exp"\nsecond line & more'
     base = dict(EXTRA_DEFAULTS, backend="tensorflow", op="exp", raw_op="Exp", device="CPU", mode="eager")

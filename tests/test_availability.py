@@ -12,13 +12,16 @@ from typing import Any
 import pytest
 from registry_oracle import Oracle, oracle
 
+from explorer.analysis.availability_rows import ROW_KEYS, AvailabilityRow
 from explorer.outcome import Status
 from explorer.queries import availability as av
+from explorer.queries.availability_probes import cache_path
+from explorer.queries.availability_result import AvailabilityResult
 from explorer.queries.snapshot import diff_snapshots, load_snapshot, save_snapshot
 from explorer.runtime.probe import Probe, run_probes
 from explorer.runtime.registry import Registry, get_registry
 from explorer.runtime.sandbox import Sandbox, default_sandbox
-from explorer.runtime.workarounds import workaround_result_dtype
+from explorer.runtime.workaround_exec import workaround_result_dtype
 
 RAN = ("ok", "fallback")
 SEED_OPS = ("range", "cholesky", "exp")
@@ -46,7 +49,7 @@ def orc() -> Oracle:
 
 
 @pytest.fixture(scope="module")
-def seed_result(reg: Registry, tmp_path_factory) -> av.AvailabilityResult:  # type: ignore[no-untyped-def]
+def seed_result(reg: Registry, tmp_path_factory) -> AvailabilityResult:  # type: ignore[no-untyped-def]
     mp = pytest.MonkeyPatch()
     mp.setenv("PX_CACHE_DIR", str(tmp_path_factory.mktemp("seedcache")))
     try:
@@ -107,19 +110,19 @@ def _expected(orc: Oracle, direct: dict[tuple[str, str, str], bool], op: str, dt
     }
 
 
-def _row(result: av.AvailabilityResult, **keys: str) -> dict:
+def _row(result: AvailabilityResult, **keys: str) -> dict:
     rows = [r for r in result.records(full=True) if all(r[k] == v for k, v in keys.items())]
     assert len(rows) == 1, (keys, rows)
     return rows[0]
 
 
-def test_rows_have_every_key(seed_result: av.AvailabilityResult) -> None:
+def test_rows_have_every_key(seed_result: AvailabilityResult) -> None:
     for r in seed_result.records():
-        assert tuple(r) == av.ROW_KEYS
+        assert tuple(r) == ROW_KEYS
         assert r["status"] in [s.value for s in Status]
 
 
-def test_registry_rows_match_the_oracle(seed_result: av.AvailabilityResult, orc: Oracle) -> None:
+def test_registry_rows_match_the_oracle(seed_result: AvailabilityResult, orc: Oracle) -> None:
     rows = seed_result.filter(backend="tensorflow", mode="registry").records(full=True)
     assert {(r["op"], r["dtype"], r["device"]) for r in rows} == {
         (op, dtype, device) for op in SEED_OPS for dtype in SEED_DTYPES for device in CPU_DEVICE_TYPE.values()
@@ -130,7 +133,7 @@ def test_registry_rows_match_the_oracle(seed_result: av.AvailabilityResult, orc:
 
 
 def test_seed_case_range_float16(
-    seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
+    seed_result: AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
     for mode in ("eager", "xla"):
         run = _row(seed_result, backend="tensorflow", op="range", dtype="float16", device="CPU", mode=mode)
@@ -155,7 +158,7 @@ def test_seed_case_range_float16(
 
 
 def test_every_tensorflow_cell_matches_a_direct_run(
-    seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
+    seed_result: AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
     """The disagreement flag is set exactly where the oracle's declaration and the direct run differ."""
     rows = [
@@ -179,7 +182,7 @@ def test_every_tensorflow_cell_matches_a_direct_run(
 
 
 def test_cholesky_float16_cpu(
-    seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
+    seed_result: AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
     # TensorFlow 2.21 (oracle and direct run agree): no float16 CPU kernel, an XLA one
     assert orc.declared("Cholesky", "float16", "CPU") == "no_kernel"
@@ -208,7 +211,7 @@ def test_cholesky_float16_cpu(
 
 
 def test_cholesky_bfloat16_unsupported(
-    seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
+    seed_result: AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
     # TensorFlow 2.21: Cholesky's signature leaves bfloat16 out, and neither run works
     allowed = orc.type_attrs("Cholesky")["T"]
@@ -228,7 +231,7 @@ def test_cholesky_bfloat16_unsupported(
         assert set(said.split(", ")) == allowed_floats
 
 
-def test_every_suggested_workaround_runs_in_the_requested_dtype(seed_result: av.AvailabilityResult) -> None:
+def test_every_suggested_workaround_runs_in_the_requested_dtype(seed_result: AvailabilityResult) -> None:
     suggested = [r for r in seed_result.records(full=True) if r["workaround"]]
     assert suggested
     for code in sorted({r["workaround"] for r in suggested}):
@@ -236,7 +239,7 @@ def test_every_suggested_workaround_runs_in_the_requested_dtype(seed_result: av.
         assert default_sandbox().call("tensorflow", workaround_result_dtype, code, timeout=120) == dtype
 
 
-def test_numpy_bfloat16_is_unsupported_with_a_workaround(seed_result: av.AvailabilityResult) -> None:
+def test_numpy_bfloat16_is_unsupported_with_a_workaround(seed_result: AvailabilityResult) -> None:
     r = _row(seed_result, backend="numpy", op="exp", dtype="bfloat16", device="CPU")
     assert r["status"] == "unsupported_dtype"
     assert workaround_result_dtype(r["workaround"]) == "bfloat16"
@@ -257,7 +260,7 @@ def test_cache_round_trip_and_corrupt_cache_rebuilt(reg: Registry) -> None:
     assert second.probed == 0 and second.cached == 4
     assert second.records() == first.records()
     assert [r["phase"] for r in second.records(full=True)] == ["ok"] * 4  # the phase survives the store
-    path = av.cache_path()
+    path = cache_path()
     path.write_text("{not json")
     third = av.availability(**kwargs)
     assert third.probed == 4
@@ -351,7 +354,7 @@ def test_bad_input_lists_valid_choices(reg: Registry) -> None:
         av.availability(ops=["exp"], devices=["TPU"], progress=False, registry=reg)
 
 
-def test_snapshot_save_load_diff(seed_result: av.AvailabilityResult, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_save_load_diff(seed_result: AvailabilityResult, tmp_path) -> None:  # type: ignore[no-untyped-def]
     a_path = save_snapshot(seed_result, tmp_path / "a.json")
     loaded = load_snapshot(a_path)
     assert loaded.records(full=True) == seed_result.records(full=True)
@@ -370,7 +373,7 @@ def test_snapshot_save_load_diff(seed_result: av.AvailabilityResult, tmp_path) -
 
 
 def test_snapshots_without_a_phase_column_load_and_a_bad_phase_is_refused(
-    seed_result: av.AvailabilityResult, tmp_path
+    seed_result: AvailabilityResult, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     import json
 
@@ -420,7 +423,7 @@ def test_registry_gaps_and_only_on(reg: Registry, orc: Oracle) -> None:
     assert av.only_on("float16", "GPU", "CPU", registry=reg) == gpu_only
 
 
-def test_plots_and_table(seed_result: av.AvailabilityResult) -> None:
+def test_plots_and_table(seed_result: AvailabilityResult) -> None:
     from explorer.plots.availability import STATUS_COLORS, heatmap, heatmaps, styled_table
 
     ax = heatmap(seed_result, "tensorflow", "CPU", "eager")
@@ -520,7 +523,7 @@ def test_records_are_plain_python_values_row_by_row() -> None:
     import numpy as np
     import pandas as pd
 
-    from explorer.queries.availability import EXTRA_KEYS, ROW_KEYS, AvailabilityResult
+    from explorer.analysis.availability_rows import EXTRA_KEYS
 
     columns = list(ROW_KEYS) + list(EXTRA_KEYS)
     rows = [dict.fromkeys(columns, "") for _ in range(3)]
@@ -538,17 +541,56 @@ def test_records_are_plain_python_values_row_by_row() -> None:
     assert [r["cached"] for r in full] == [False, True, False] and type(full[1]["cached"]) is bool
 
 
+def _assert_typed_rows_are_the_records(result: AvailabilityResult) -> None:
+    """Each typed row holds its record's values, column by column, with the same types."""
+    from dataclasses import FrozenInstanceError, fields
+
+    from explorer.analysis.availability_rows import EXTRA_KEYS
+
+    typed, records = result.typed_rows(), result.records(full=True)
+    assert len(typed) == len(records) == len(result.rows) > 0
+    assert tuple(f.name for f in fields(AvailabilityRow)) == ROW_KEYS + EXTRA_KEYS
+    for row, record in zip(typed, records, strict=True):
+        assert isinstance(row, AvailabilityRow)
+        for name in ROW_KEYS + EXTRA_KEYS:
+            value = getattr(row, name)
+            assert value == record[name] and type(value) is type(record[name]), (name, value, record)
+    with pytest.raises(FrozenInstanceError):
+        typed[0].status = "ok"  # type: ignore[misc]
+
+
+def test_typed_rows_equal_the_records_of_a_registry_query(reg: Registry, orc: Oracle) -> None:
+    """cholesky float16, registry mode: one typed row per registry device type, each what the
+    oracle declares, and field by field what ``records(full=True)`` says."""
+    res = av.availability(
+        ops=["cholesky"],
+        dtypes=["float16"],
+        backends=["tensorflow"],
+        modes=["registry"],
+        progress=False,
+        registry=reg,
+    )
+    _assert_typed_rows_are_the_records(res)
+    got = {(r.raw_op, r.device): r.status for r in res.typed_rows()}
+    assert got == {("Cholesky", t): orc.declared("Cholesky", "float16", t) for t in CPU_DEVICE_TYPE.values()}
+
+
+def test_typed_rows_equal_the_records_of_probed_rows(seed_result: AvailabilityResult) -> None:
+    """Probed rows too (seconds, ran_on, result_dtype and cached filled, declared None for NumPy)."""
+    _assert_typed_rows_are_the_records(seed_result)
+
+
 def test_a_background_read_returns_its_value_or_raises_its_error_in_the_caller() -> None:
     import threading
 
-    from explorer.queries.availability import _InBackground
+    from explorer.queries.availability_probes import InBackground
 
     seen: list[str] = []
-    done = _InBackground(lambda a, b: seen.append(threading.current_thread().name) or a + b, 2, 3)
+    done = InBackground(lambda a, b: seen.append(threading.current_thread().name) or a + b, 2, 3)
     assert done.result() == 5 and seen == ["explorer-background"]
 
     def fails() -> None:
         raise RuntimeError("no OpInfo here")
 
     with pytest.raises(RuntimeError, match="no OpInfo here"):
-        _InBackground(fails).result()
+        InBackground(fails).result()

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from registry_oracle import Oracle, oracle
 
+from explorer.analysis.availability_rows import ROW_KEYS
 from explorer.cli import main
-from explorer.queries.availability import ROW_KEYS
 from explorer.runtime.registry import get_registry
 
 CPU_DEVICE_TYPE = {"eager": "CPU", "xla": "XLA_CPU_JIT"}

@@ -8,7 +8,7 @@ import hostile
 import pandas as pd
 import pytest
 
-from explorer.queries.availability import EXTRA_KEYS, ROW_KEYS
+from explorer.analysis.availability_rows import EXTRA_KEYS, ROW_KEYS
 
 
 @pytest.mark.parametrize("payload", [*hostile.PAYLOADS, hostile.SHORT_PAYLOAD])

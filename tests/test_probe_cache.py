@@ -24,6 +24,8 @@ import pytest
 from explorer.backends import get_backend
 from explorer.outcome import Status
 from explorer.queries import availability as av
+from explorer.queries import availability_probes as av_probes
+from explorer.queries.availability_result import AvailabilityResult
 from explorer.runtime import envcache, registry
 from explorer.runtime import probe_store as probe_cache
 from explorer.runtime.probe import Probe, failure_record, probe_record
@@ -71,7 +73,7 @@ def truth() -> dict[str, str]:
     }
 
 
-def sweep(reg: Registry, ops: tuple[str, ...] = ("exp",), **kwargs: Any) -> av.AvailabilityResult:
+def sweep(reg: Registry, ops: tuple[str, ...] = ("exp",), **kwargs: Any) -> AvailabilityResult:
     return av.availability(
         ops=list(ops),
         dtypes=DTYPES,
@@ -83,7 +85,7 @@ def sweep(reg: Registry, ops: tuple[str, ...] = ("exp",), **kwargs: Any) -> av.A
     )
 
 
-def statuses(result: av.AvailabilityResult) -> dict[str, str]:
+def statuses(result: AvailabilityResult) -> dict[str, str]:
     keys = ("backend", "op", "dtype", "device", "mode")
     return {Probe(*(r[k] for k in keys)).key: r["status"] for r in result.records()}
 
@@ -101,7 +103,7 @@ def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.levelno >= logging.WARNING and r.name.startswith("explorer.analysis")
+        if r.levelno >= logging.WARNING and r.name.startswith("explorer.runtime")
     ]
 
 
@@ -199,18 +201,18 @@ def test_two_concurrent_sweeps_in_two_processes_both_end_up_in_the_store(
 def test_a_sweep_interrupted_after_some_probes_keeps_them(
     reg: Registry, cache: Path, truth: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = av.run_probes
+    real = av_probes.run_probes
 
     def interrupted(probes: list[Probe], **kwargs: Any) -> dict[str, dict[str, Any]]:
         real(probes[:2], **kwargs)  # two records arrive (through on_record) ...
         raise KeyboardInterrupt  # ... then Ctrl-C
 
-    monkeypatch.setattr(av, "run_probes", interrupted)
+    monkeypatch.setattr(av_probes, "run_probes", interrupted)
     with pytest.raises(KeyboardInterrupt):
         sweep(reg)
     kept = stored(cache)
     assert len(kept) == 2 and {k: r["status"] for k, r in kept.items()} == {k: truth[k] for k in kept}
-    monkeypatch.setattr(av, "run_probes", real)
+    monkeypatch.setattr(av_probes, "run_probes", real)
     resumed = sweep(reg)
     assert (resumed.probed, resumed.cached) == (2, 2)
     assert statuses(resumed) == expected(truth)
@@ -221,16 +223,17 @@ def test_a_sweep_killed_with_sigkill_keeps_what_finished(cache: Path, truth: dic
         f"""
         import sys, time
         from explorer.queries import availability as av
+        from explorer.queries import availability_probes as av_probes
         from explorer.runtime.registry import Registry
 
-        real = av.run_probes
+        real = av_probes.run_probes
 
         def then_hang(probes, **kwargs):
             real(probes[:3], **kwargs)
             print("three probed", flush=True)
             time.sleep(600)  # killed here, before the sweep ends
 
-        av.run_probes = then_hang
+        av_probes.run_probes = then_hang
         av.availability(ops=["exp"], dtypes={DTYPES!r}, backends={BACKENDS!r}, modes=["eager"],
                         progress=False, registry=Registry({REGISTRY_DATA!r}))
         """
@@ -425,11 +428,30 @@ def test_devices_are_stored_and_verified(
 
 def test_clear_cache_empties_the_store_and_counts(reg: Registry, cache: Path) -> None:
     sweep(reg)
-    assert av.cache_path() == cache / probe_cache.DB_NAME
-    assert av.clear_cache() == 4
+    assert av_probes.cache_path() == cache / probe_cache.DB_NAME
+    assert av_probes.clear_cache() == 4
     assert stored(cache) == {}
-    assert av.clear_cache() == 0
+    assert av_probes.clear_cache() == 0
     assert sweep(reg).probed == 4
+
+
+def test_the_code_fingerprint_hashes_the_probe_runner_and_the_workaround_modules() -> None:
+    """Every source glob of the environment key's code fingerprint names files that exist (a
+    module moved or renamed would drop out of it silently, and records its change decides
+    would be trusted), among them the probe runner and the workaround modules (written here)."""
+    root = Path(envcache.__file__).resolve().parents[1]
+    hashed: set[str] = set()
+    for pattern in envcache.FINGERPRINT_SOURCES:
+        matched = {path.relative_to(root).as_posix() for path in root.glob(pattern)}
+        assert matched, f"{pattern} names no file under {root}"
+        hashed |= matched
+    assert {
+        "runtime/probe.py",
+        "runtime/workarounds.py",
+        "runtime/workaround_source.py",
+        "runtime/workaround_exec.py",
+        "ops/unary.py",
+    } <= hashed
 
 
 # ------------------------------------------------------------------ no cache is no error
@@ -459,7 +481,7 @@ def test_cache_dir_that_is_a_file_means_no_cache(
     monkeypatch.setenv("PX_CACHE_DIR", str(a_file))
     _assert_works_without_a_cache(reg, truth, caplog, "without a cache")
     assert a_file.read_text() == "not a directory"
-    assert envcache.cache_dir_or_none() is None and av.cache_path() is None
+    assert envcache.cache_dir_or_none() is None and av_probes.cache_path() is None
     with pytest.raises(envcache.CacheUnavailable):
         envcache.cache_dir()
 
@@ -626,7 +648,7 @@ def test_bad_arguments_are_refused_before_anything_runs(
     def must_not_run(*args: Any, **kw: Any) -> Any:
         raise AssertionError("probed before the arguments were checked")
 
-    monkeypatch.setattr(av, "run_probes", must_not_run)
+    monkeypatch.setattr(av_probes, "run_probes", must_not_run)
     arguments: dict[str, Any] = dict(ops=["exp"], dtypes=DTYPES, backends=BACKENDS, modes=["eager"])
     arguments.update(kwargs)
     with pytest.raises(error, match=match):

@@ -19,9 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from explorer.analysis import snapshot_schema as schema
+from explorer.analysis.availability_rows import EXTRA_KEYS, ROW_KEYS
 from explorer.cli import main
 from explorer.outcome import STATUSES
-from explorer.queries.availability import EXTRA_KEYS, ROW_KEYS, AvailabilityResult
+from explorer.queries.availability_result import AvailabilityResult
 from explorer.queries.snapshot import (
     SnapshotWarning,
     diff_snapshots,

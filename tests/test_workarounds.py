@@ -15,13 +15,8 @@ import pytest
 
 from explorer.backends.tensorflow_backend import import_tensorflow
 from explorer.ops import catalog, get_op
-from explorer.runtime.workarounds import (
-    first_working,
-    numpy_code,
-    result_dtype,
-    tensorflow_code,
-    torch_code,
-)
+from explorer.runtime.workaround_exec import first_working, result_dtype
+from explorer.runtime.workarounds import numpy_code, tensorflow_code, torch_code
 
 OPS = list(catalog().values())
 DTYPES = ("float16", "bfloat16")
@@ -187,7 +182,7 @@ def test_pytorch_and_jax_code_names_only_its_framework_and_inputs(framework: str
 
 
 def test_a_workaround_that_returns_nan_is_not_offered_where_the_exact_result_is_finite() -> None:
-    from explorer.runtime.workarounds import first_working
+    from explorer.runtime.workaround_exec import first_working
 
     nan_code = "import numpy as np\nresult = np.array([np.nan, 1.0], dtype=np.float16)\n"
     good_code = "import numpy as np\nresult = np.array([0.5, 1.0], dtype=np.float16)\n"
@@ -208,7 +203,7 @@ def test_svd_float16_is_not_sent_to_xla_where_xla_returns_nan() -> None:
     import re
 
     from explorer.runtime.probe import Probe, probe_record
-    from explorer.runtime.workarounds import execute_workaround
+    from explorer.runtime.workaround_exec import execute_workaround
 
     record = probe_record(
         Probe("tensorflow", "svd", "float16", "CPU", "eager"), present=["CPU"], kernel_places=[("CPU", "xla")]

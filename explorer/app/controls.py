@@ -15,11 +15,11 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
+from explorer.analysis.availability_rows import AVAILABILITY_MODES
 from explorer.app.state import AppState
 from explorer.backends import BACKEND_NAMES, DEVICE_TYPES
 from explorer.formats import FORMAT_NAMES, resolve
 from explorer.ops import catalog
-from explorer.queries.availability import AVAILABILITY_MODES
 
 #: Longest list of ops the op dropdown shows at once (search narrows it).
 MAX_OP_OPTIONS = 400

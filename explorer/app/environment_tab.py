@@ -139,7 +139,7 @@ class EnvironmentTab(Tab):
             return dict(stored)
 
         def ask() -> None:
-            from explorer.queries.availability import worker_devices
+            from explorer.queries.availability_probes import worker_devices
             from explorer.runtime.sweep_store import worker_call
 
             record = dict(worker_call("tensorflow", worker_devices, timeout=120.0))

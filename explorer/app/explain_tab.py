@@ -43,7 +43,7 @@ def _kernels_html(result: dict[str, Any]) -> str:
 
 
 def _matches_html(m: dict[str, Any]) -> str:
-    from explorer.queries.diagnose import releases_text
+    from explorer.analysis.error_explanation import releases_text
 
     if m["exact"]:
         return "exactly the kernels of " + _e(releases_text(m["exact"]))

@@ -226,7 +226,7 @@ class KernelsTab(Tab):
 
     def probes(self, ops: list[str], dtypes: tuple[str, ...], mode: str) -> list[Any]:
         """The probes (backend × catalog op × dtype × device × mode) the selection shows."""
-        from explorer.queries.availability import probes_for
+        from explorer.queries.availability_probes import probes_for
 
         return probes_for(ops, dtypes, self.state.backends, [self.state.device], [mode])
 
@@ -537,7 +537,7 @@ class KernelsTab(Tab):
                 f"{self.state.op} is a raw TensorFlow op without a catalog entry: it has registry rows "
                 "only, nothing to probe"
             )
-        from explorer.queries.availability import DEFAULT_AVAILABILITY_MODES
+        from explorer.analysis.availability_rows import DEFAULT_AVAILABILITY_MODES
 
         # in registry mode, probe the default modes (torch.compile takes seconds per op: asked for only)
         defaults = [m for m in DEFAULT_AVAILABILITY_MODES if m != "registry"]

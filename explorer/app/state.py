@@ -19,10 +19,10 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from explorer.analysis.availability_rows import AVAILABILITY_MODES
 from explorer.backends import BACKEND_NAMES, DEVICE_TYPES
 from explorer.formats import FORMAT_NAMES, resolve
 from explorer.ops import catalog, get_op
-from explorer.queries.availability import AVAILABILITY_MODES
 from explorer.training import ALL_POLICY_NAMES
 
 #: The fields of the selection, in display order.

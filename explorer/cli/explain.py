@@ -135,7 +135,7 @@ def _listed(result: dict[str, Any]) -> str:
 
 
 def _releases(m: dict[str, Any]) -> str:
-    from explorer.queries.diagnose import releases_text
+    from explorer.analysis.error_explanation import releases_text
 
     if m["exact"]:
         return f"the listed kernels are exactly those of {releases_text(m['exact'])}"
@@ -151,7 +151,7 @@ def _releases(m: dict[str, Any]) -> str:
 
 def print_human(result: dict[str, Any]) -> None:
     """A few labelled lines, the explanation, and the workaround's code."""
-    from explorer.queries.diagnose import history_summary
+    from explorer.analysis.error_explanation import history_summary
     from explorer.textsafety import strip_control
 
     if not result["recognised"]:

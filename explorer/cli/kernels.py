@@ -483,7 +483,7 @@ def _with_raw_op_rows(rows: Any, reg: Any, raw_ops: list[str], args: argparse.Na
     :func:`_check_raw_op_request` made sure the selection has registry rows."""
     import pandas as pd
 
-    from explorer.queries.availability import Target, declared_rows
+    from explorer.queries.availability_build import Target, declared_rows
 
     dtypes = [d for d in (args.dtype or reg.float_dtypes) if d in reg.float_dtypes]
     targets = [Target(raw, (raw,), False) for raw in raw_ops]

@@ -1,6 +1,6 @@
 """Availability plots: op × dtype heatmaps with one colour per status, and an HTML table.
 
-Pure functions of :class:`explorer.queries.availability.AvailabilityResult`
+Pure functions of :class:`explorer.queries.availability_result.AvailabilityResult`
 (or its ``rows`` DataFrame).  No pyplot: figures are ``matplotlib.figure.Figure``.
 """
 

@@ -9,6 +9,11 @@ float32 and casting back (or running it outside XLA), run in a sandbox worker be
 offered.  For PyTorch and JAX the workaround is plain code with the op's public call, run only
 where the framework is installed.  Every sentence of the explanation is built from these facts.
 
+The reasoning is pure and lives in :mod:`explorer.analysis`: the shipped releases' facts in
+:mod:`~explorer.analysis.error_releases`, the words in :mod:`~explorer.analysis.error_explanation`.
+What is here touches the machine: the installed framework and its registry, and the sandbox
+worker a workaround runs in.
+
 >>> d = diagnose("Could not find device for node: {{node Range}} = Range[Tidx=DT_HALF]", run_workaround=False)
 >>> d["op"], d["dtype"], d["device"], d["first_release_with_kernel"]
 ('range', 'float16', 'CPU', '2.18.0')
@@ -20,34 +25,19 @@ import importlib.metadata
 import importlib.util
 from typing import Any
 
-from explorer.analysis.error_text import ParsedError, looked_for, parse_error
+from explorer.analysis.error_explanation import FRAMEWORK_WORDS, explanation, not_recognised
+from explorer.analysis.error_releases import (
+    HISTORY_DEVICES,
+    canonical_raw_op,
+    history_device,
+    matching_releases,
+    tf_history,
+)
+from explorer.analysis.error_text import ParsedError, parse_error
 
-#: registry device types a history can be asked for
-_HISTORY_DEVICES = ("CPU", "GPU", "XLA_CPU_JIT", "XLA_GPU_JIT")
 #: seconds a workaround may run in its sandbox worker
 WORKAROUND_TIMEOUT = 120.0
-_FRAMEWORK_WORDS = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
 _PACKAGES = {"tensorflow": "tensorflow", "torch": "torch", "jax": "jax"}
-#: the kinds of TensorFlow error that mean "no kernel for this dtype on this device"
-_NO_KERNEL_KINDS = ("no_kernel_for_device", "no_opkernel_registered", "no_registered_kernel")
-#: the kinds that mean "the op's signature does not take this dtype"
-_SIGNATURE_KINDS = ("attr_not_allowed", "param_not_allowed")
-
-
-def _join(items: list[str]) -> str:
-    """``["a", "b", "c"]`` -> ``"a, b and c"``."""
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _count(n: int, noun: str) -> str:
-    """``_count(1, "difference")`` -> ``"1 difference"``; plural otherwise."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _span(versions: list[str]) -> str:
-    return f"{versions[0]} to {versions[-1]}" if len(versions) > 1 else "".join(versions)
 
 
 # ---------------------------------------------------------------- running code
@@ -61,7 +51,7 @@ def run_code(code: str) -> str:
     >>> run_code("import numpy as np\\nresult = np.ones(2, np.float16)")
     'float16'
     """
-    from explorer.runtime.workarounds import execute_workaround, result_dtype
+    from explorer.runtime.workaround_exec import execute_workaround, result_dtype
 
     result = execute_workaround(code)
     dtype = getattr(result, "dtype", None)
@@ -105,134 +95,7 @@ def framework_version(framework: str) -> str | None:
         return None
 
 
-# ---------------------------------------------------------------- TensorFlow facts
-
-
-def _canonical_raw_op(raw_op: str | None) -> str | None:
-    """The raw op as the shipped releases spell it (``Conv2d`` -> ``Conv2D``), or None."""
-    from explorer.analysis import releases
-
-    if not raw_op:
-        return None
-    known = getattr(releases, "known_op", None)
-    if known is not None:
-        found: str | None = known(raw_op)
-        return found
-    reg = releases.release_registry(releases.shipped_releases()[-1])
-    return reg.op(raw_op).name if reg.has_op(raw_op) else None
-
-
-def _release_kernels(version: str, raw_op: str) -> list[tuple[str, dict[str, list[str]]]] | None:
-    """Kernels (device type, constraints) shipped release ``version`` registers for ``raw_op``
-    (None: the release has no such op).  Reads the per-op index where releases has one."""
-    from explorer.analysis import releases
-
-    per_op = getattr(releases, "_op_registry", None)  # one small file instead of every release
-    reg = per_op(version, raw_op) if per_op is not None else releases.release_registry(version)
-    if reg is None or not reg.has_op(raw_op):
-        return None
-    return [(device, dict(constraints)) for device, constraints in reg.data["kernels"].get(raw_op, [])]
-
-
-def kernel_set(
-    kernels: list[tuple[str, dict[str, list[str]]]], attr: str | None, devices: set[str]
-) -> set[str]:
-    """``device:dtype`` for each kernel on ``devices`` and each dtype its constraint on ``attr``
-    lists (``device:*`` for a kernel that does not constrain it): what two kernel lists are
-    compared by.
-
-    >>> sorted(kernel_set([("CPU", {"T": ["float32", "int32"]}), ("GPU", {})], "T", {"CPU", "GPU"}))
-    ['CPU:float32', 'CPU:int32', 'GPU:*']
-    """
-    out: set[str] = set()
-    for device, constraints in kernels:
-        if device not in devices:
-            continue
-        values = (
-            constraints.get(attr, ["*"]) if attr else [t for v in constraints.values() for t in v] or ["*"]
-        )
-        out.update(f"{device}:{v}" for v in values)
-    return out
-
-
-def matching_releases(parsed: ParsedError, raw_op: str | None) -> dict[str, Any] | None:
-    """Which shipped releases register exactly the kernels the message lists for its op, on the
-    devices the message lists; otherwise the closest (fewest differences).  None when the message
-    lists no kernels.
-
-    >>> from explorer.analysis.error_text import parse_error
-    >>> p = parse_error("Could not find device for node: {{node Range}} = Range[Tidx=DT_HALF]\\n"
-    ...                 "All kernels registered for op Range:\\n  device='CPU'; Tidx in [DT_FLOAT]")
-    >>> matching_releases(p, "Range")["exact"]
-    []
-    """
-    from explorer.analysis import releases
-
-    if not parsed.listed_kernels or not raw_op:
-        return None
-    devices = {device for device, _ in parsed.listed_kernels}
-    listed = kernel_set(list(parsed.listed_kernels), parsed.attr, devices)
-    compared: list[tuple[int, str, set[str]]] = []
-    for version in releases.shipped_releases():
-        kernels = _release_kernels(version, raw_op)
-        if kernels is None:
-            continue
-        shipped = kernel_set(kernels, parsed.attr, devices)
-        compared.append((len(listed ^ shipped), version, shipped))
-    if not compared:
-        return {"exact": [], "closest": [], "differences": None, "devices": sorted(devices), "compared": 0}
-    fewest = min(n for n, _, _ in compared)
-    closest = [(v, s) for n, v, s in compared if n == fewest]
-    first_closest = closest[0][1]
-    return {
-        "exact": [v for v, _ in closest] if fewest == 0 else [],
-        "closest": [v for v, _ in closest],
-        "differences": fewest,
-        "only_in_message": sorted(listed - first_closest),
-        "only_in_closest": sorted(first_closest - listed),
-        "devices": sorted(devices),
-        "compared": len(compared),
-    }
-
-
-def _history_device(parsed: ParsedError) -> tuple[str | None, str]:
-    """The registry device type to follow through the releases, and a note when it is assumed."""
-    if parsed.device in _HISTORY_DEVICES:
-        return parsed.device, ""
-    if parsed.device is not None:
-        return None, f"no shipped release has kernels for device type {parsed.device}"
-    assumed = "XLA_CPU_JIT" if parsed.mode == "xla" else "CPU"
-    return assumed, f"the message names no device; the history is shown for {assumed}"
-
-
-def _tf_history(
-    raw_op: str | None, dtype: str | None, device: str | None, attr: str | None
-) -> dict[str, Any]:
-    from explorer.analysis import releases
-
-    empty: dict[str, Any] = {"history": [], "changes": [], "first_release_with_kernel": None}
-    if raw_op is None:
-        return {**empty, "history_note": "no shipped release has this op"}
-    if dtype is None:
-        return {
-            **empty,
-            "history_note": "the message names no floating dtype, so there is no history to follow",
-        }
-    if device is None:
-        return {**empty, "history_note": "the message's device is not one the shipped registries have"}
-    try:
-        entries = releases.history(raw_op, dtype, device, attr)
-    except ValueError as exc:
-        return {**empty, "history_note": str(exc)}
-    first = next((e.version for e in entries if e.status == "ok"), None)
-    return {
-        "history": [{"version": e.version, "status": e.status, "reason": e.reason} for e in entries],
-        "changes": [
-            {"version": e.version, "status": e.status, "reason": e.reason} for e in releases.changes(entries)
-        ],
-        "first_release_with_kernel": first,
-        "history_note": "",
-    }
+# ---------------------------------------------------------------- the installed TensorFlow
 
 
 def _tf_installed(raw_op: str | None, dtype: str | None, device: str | None) -> dict[str, Any]:
@@ -253,7 +116,7 @@ def _tf_installed(raw_op: str | None, dtype: str | None, device: str | None) -> 
     out["kernel_dtypes"] = {
         d: [f for f in reg.float_dtypes if reg.declared(raw_op, f, d).value == "ok"]
         for d in reg.device_types
-        if d in _HISTORY_DEVICES
+        if d in HISTORY_DEVICES
     }
     if dtype is None or device is None or device not in reg.device_types or dtype not in reg.float_dtypes:
         return {**out, "note": "the message names no floating dtype or no device to look up"}
@@ -340,7 +203,7 @@ def _workaround(parsed: ParsedError, op_name: str | None, run: bool) -> dict[str
         if not code:
             return {**none, "note": why}
         candidates = [
-            (f"compute {op.name} in float32 with {_FRAMEWORK_WORDS[framework]}, then cast to {dtype}", code)
+            (f"compute {op.name} in float32 with {FRAMEWORK_WORDS[framework]}, then cast to {dtype}", code)
         ]
     if parsed.dtype is None:
         none["note"] = f"the message names no dtype; the code is written for {dtype}"
@@ -370,219 +233,7 @@ def _also(first: str, second: str) -> str:
     return f"{first}; {second}" if first else second
 
 
-# ---------------------------------------------------------------- the explanation
-
-
-def _listed_dtypes(parsed: ParsedError, device: str) -> list[str]:
-    """The dtypes the message's kernels take on ``device`` (its data attribute, or every attribute
-    when it names none), in the message's order."""
-    out: list[str] = []
-    for listed_device, constraints in parsed.listed_kernels:
-        if listed_device != device:
-            continue
-        values = (
-            constraints.get(parsed.attr, []) if parsed.attr else [t for v in constraints.values() for t in v]
-        )
-        out += values or ["any dtype"]
-    return list(dict.fromkeys(out))
-
-
-def _capital(sentence: str) -> str:
-    return sentence[:1].upper() + sentence[1:]
-
-
-def _sentence_error(d: dict[str, Any], parsed: ParsedError) -> str:
-    fw = _FRAMEWORK_WORDS[parsed.framework]
-    raw = d["raw_op"] or "the op"
-    dtype = d["dtype"] or "this dtype"
-    device = d["device"]
-    on = f" on {device}" if device else ""
-    if parsed.kind in _NO_KERNEL_KINDS:
-        if d["dtype"]:
-            text = f"{fw} found no {dtype} kernel for {raw}{on}"
-        else:
-            text = (
-                f"{fw} found no kernel for {raw}{on} in the dtype it was given (the message does not name it)"
-            )
-        if parsed.listed_kernels and device:
-            own = _listed_dtypes(parsed, device)
-            text += (
-                f": the release that raised it lists {device} kernels for {_join(own)} only"
-                if own
-                else f": the release that raised it lists no {device} kernel for {raw} at all"
-            )
-        return text + "."
-    if parsed.kind in _SIGNATURE_KINDS:
-        allowed = _join(list(parsed.allowed)) or "other dtypes"
-        attr = f" (attribute {parsed.attr})" if parsed.attr else ""
-        return _capital(
-            f"{raw}'s signature{attr} does not accept {dtype} at all: it allows {allowed}; "
-            "so no device runs it in this dtype."
-        )
-    if parsed.kind == "xla_unsupported_op":
-        return (
-            f"XLA ({device}) has no kernel for {raw}: a function compiled with jit_compile=True "
-            "cannot contain it."
-        )
-    if parsed.kind in ("xla_unsupported_dtype", "xla_invalid_type"):
-        return f"XLA could not compile {raw} in {dtype}: the compiler rejected the dtype."
-    if parsed.kind == "torch_not_implemented":
-        target = f" ({d['op']})" if d["op"] else ""
-        return f"PyTorch's kernel {parsed.raw_op}{target} has no {dtype} implementation{on}."
-    if parsed.kind == "jax_fft_dtype":
-        return f"XLA's {parsed.raw_op} takes only {_join(list(parsed.allowed))} inputs, not {dtype}."
-    what = f" for {d['op']}" if d["op"] else ""
-    return f"{fw} has no {dtype} implementation{what}{on}."
-
-
-def releases_text(versions: list[str]) -> str:
-    """Shipped releases in words: one, a few by name, or many as a span.
-
-    >>> releases_text(["2.12.0"]), releases_text(["2.12.0", "2.13.0", "2.14.0", "2.15.0"])
-    ('shipped release 2.12.0', 'the 4 shipped releases from 2.12.0 to 2.15.0')
-    """
-    if len(versions) == 1:
-        return f"shipped release {versions[0]}"
-    if len(versions) <= 3:
-        return f"shipped releases {_join(versions)}"
-    return f"the {len(versions)} shipped releases from {versions[0]} to {versions[-1]}"
-
-
-def _sentence_matches(m: dict[str, Any] | None) -> str:
-    if not m:
-        return ""
-    if m["exact"]:
-        verb = "registers" if len(m["exact"]) == 1 else "register"
-        return f"The message's kernel list is exactly what {releases_text(m['exact'])} {verb}."
-    if not m["closest"]:
-        return "No shipped release has this op, so the message's kernel list cannot be compared."
-    from explorer.analysis import releases
-
-    shipped = releases.shipped_releases()
-    closest = m["closest"]
-    which = (
-        f"the closest is {closest[0]}"
-        if len(closest) == 1
-        else f"the closest are the {len(closest)} releases from {closest[0]} to {closest[-1]}"
-    )
-    return (
-        f"No shipped release ({_span(shipped)}) registers exactly the kernels the message lists, so it "
-        f"comes from another release or build; {which} ({_count(m['differences'], 'difference')}: "
-        f"{_count(len(m['only_in_message']), 'kernel dtype')} only in the message, "
-        f"{len(m['only_in_closest'])} only in the release)."
-    )
-
-
-def history_summary(history: list[dict[str, Any]]) -> str:
-    """A history as runs of equal status: ``no_kernel 2.12.0 to 2.17.1, ok 2.18.0 to 2.21.0``.
-
-    >>> history_summary([{"version": "2.12.0", "status": "no_kernel"}, {"version": "2.13.0", "status": "ok"},
-    ...                  {"version": "2.14.0", "status": "ok"}])
-    'no_kernel 2.12.0, ok 2.13.0 to 2.14.0'
-    """
-    runs: list[tuple[str, list[str]]] = []
-    for entry in history:
-        if runs and runs[-1][0] == entry["status"]:
-            runs[-1][1].append(entry["version"])
-        else:
-            runs.append((entry["status"], [entry["version"]]))
-    return ", ".join(f"{status} {_span(versions)}" for status, versions in runs)
-
-
-def _sentence_history(d: dict[str, Any]) -> str:
-    if not d["history"]:
-        return ""
-    raw, dtype, device = d["raw_op"], d["dtype"], d["history_device"]
-    first = d["first_release_with_kernel"]
-    shipped = [h["version"] for h in d["history"]]
-    summary = history_summary(d["history"])
-    kernel = f"a {dtype} {device} kernel for {raw}"
-    if first is None:
-        return f"No shipped release ({_span(shipped)}) has {kernel} ({summary})."
-    if first == shipped[0]:
-        return f"The oldest shipped release, TensorFlow {first}, already has {kernel} ({summary})."
-    return f"The first shipped release with {kernel} is TensorFlow {first} ({summary})."
-
-
-def _sentence_installed(d: dict[str, Any]) -> str:
-    inst = d["installed"]
-    fw = _FRAMEWORK_WORDS.get(inst["framework"], inst["framework"])
-    if inst["release"] is None:
-        return f"{fw} is not installed here."
-    if inst["framework"] != "tensorflow":
-        return f"{fw} {inst['release']} is installed here (explorer has no kernel registry for it)."
-    status = inst.get("status")
-    where = d["history_device"] or d["device"]
-    release = f"TensorFlow {inst['release']}"
-    if status == "ok":
-        text = f"The installed {release} declares a {d['dtype']} {where} kernel for {d['raw_op']}"
-        if d["kind"] in ("xla_unsupported_dtype", "xla_invalid_type"):
-            text += " (the kernel that rejected the dtype when compiling)"
-        if inst.get("ran") is True:
-            text += f", and running it here returned {inst['result_dtype']}"
-        elif inst.get("ran") is False:
-            error = str(inst.get("run_error", "no result"))
-            text += f", but running it here failed ({error[:160]}{'…' if len(error) > 160 else ''})"
-        return text + "."
-    if status == "no_kernel":
-        return f"The installed {release} has no {d['dtype']} {where} kernel for {d['raw_op']} either."
-    if status == "unsupported_dtype":
-        return f"The installed {release} does not accept {d['dtype']} for {d['raw_op']} either."
-    per_device = inst.get("kernel_dtypes") or {}
-    if where in per_device:
-
-        def dtypes(device: str) -> str:
-            return _join(per_device[device]) or "no floating dtype"
-
-        text = f"The installed {release} has {where} kernels for {d['raw_op']} in {dtypes(where)}"
-        if where.endswith("_JIT") and "CPU" in per_device:
-            text += f", and CPU kernels (without XLA) in {dtypes('CPU')}"
-        return text + "."
-    return f"{release} is installed here, but {inst.get('note') or 'there is nothing to look up'}."
-
-
-def _sentence_workaround(w: dict[str, Any]) -> str:
-    if w["code"] and w["ran"]:
-        return f"Workaround: {w['description']} (ran here, returned {w['result_dtype']})."
-    if w["code"]:
-        return f"Workaround: {w['description']}; {w['note']}."
-    return f"No workaround is offered: {w['note']}."
-
-
-def explanation(d: dict[str, Any], parsed: ParsedError) -> str:
-    """The plain-words explanation of a :func:`diagnose` result, sentence by sentence from its facts."""
-    sentences = [
-        _sentence_error(d, parsed),
-        _sentence_matches(d["matching_releases"]),
-        _sentence_history(d),
-        _sentence_installed(d),
-        _sentence_workaround(d["workaround"]),
-    ]
-    return " ".join(s for s in sentences if s)
-
-
 # ---------------------------------------------------------------- diagnose
-
-
-def not_recognised(reason: str = "") -> dict[str, Any]:
-    """The result for a text that matches no pattern: what was looked for.
-
-    >>> not_recognised()["recognised"]
-    False
-    """
-    lines = looked_for()
-    why = reason or "The text was not recognised as a TensorFlow, PyTorch or JAX kernel or dtype error."
-    return {
-        "recognised": False,
-        "framework": None,
-        "kind": None,
-        "raw_op": None,
-        "op": None,
-        "dtype": None,
-        "device": None,
-        "explanation": why + " Looked for: " + " | ".join(lines),
-        "looked_for": lines,
-    }
 
 
 def diagnose(text: str | bytes, run_workaround: bool = True) -> dict[str, Any]:
@@ -606,14 +257,14 @@ def diagnose(text: str | bytes, run_workaround: bool = True) -> dict[str, Any]:
     raw = parsed.raw_op
     notes = list(parsed.notes)
     if parsed.framework == "tensorflow":
-        raw = _canonical_raw_op(parsed.raw_op) or parsed.raw_op
+        raw = canonical_raw_op(parsed.raw_op) or parsed.raw_op
         if raw != parsed.raw_op:
             d["raw_op"] = raw
-        device, device_note = _history_device(parsed)
+        device, device_note = history_device(parsed)
         if device_note:
             notes.append(device_note)
-        d["matching_releases"] = matching_releases(parsed, _canonical_raw_op(raw))
-        d.update(_tf_history(_canonical_raw_op(raw), parsed.dtype, device, parsed.attr))
+        d["matching_releases"] = matching_releases(parsed, canonical_raw_op(raw))
+        d.update(tf_history(canonical_raw_op(raw), parsed.dtype, device, parsed.attr))
         d["history_device"] = device
         d["installed"] = _tf_installed(raw, parsed.dtype, device)
     else:
@@ -651,13 +302,7 @@ def _check_native(d: dict[str, Any], parsed: ParsedError) -> None:
 __all__ = [
     "WORKAROUND_TIMEOUT",
     "diagnose",
-    "explanation",
     "framework_version",
-    "history_summary",
-    "kernel_set",
-    "matching_releases",
-    "not_recognised",
     "plain_code",
-    "releases_text",
     "run_code",
 ]

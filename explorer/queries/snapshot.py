@@ -22,7 +22,7 @@ failed save leaves no half-written file (and the temporary file is removed).
 
 >>> import tempfile, pandas as pd
 >>> from pathlib import Path
->>> from explorer.queries.availability import AvailabilityResult
+>>> from explorer.queries.availability_result import AvailabilityResult
 >>> from explorer.analysis.snapshot_schema import EXTRA_DEFAULTS
 >>> row = {"backend": "numpy", "op": "exp", "raw_op": "Exp", "dtype": "float16", "device": "CPU",
 ...        "mode": "eager", "status": "ok", "error": "", "explanation": "ran", "workaround": ""}
@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from explorer.analysis import snapshot_schema as schema
+from explorer.analysis.availability_rows import EXTRA_KEYS, ROW_KEYS
 from explorer.analysis.snapshot_schema import CELL_KEYS, KIND, VERSION, SnapshotError
-from explorer.queries.availability import EXTRA_KEYS, ROW_KEYS, AvailabilityResult
+from explorer.queries.availability_result import AvailabilityResult
 from explorer.textsafety import strip_control
 
 __all__ = [

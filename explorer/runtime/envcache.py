@@ -259,16 +259,21 @@ def environment() -> dict[str, Any]:
     }
 
 
+#: the sources (globs under explorer/) that decide what a probe records: the op catalog, the
+#: backends, the probe runner and the workaround code (written, then run)
+FINGERPRINT_SOURCES: tuple[str, ...] = (
+    "ops/*.py",
+    "backends/*.py",
+    "runtime/probe.py",
+    "runtime/workaround*.py",
+)
+
+
 def code_fingerprint() -> str:
-    """Hash of the sources that decide what a probe records (op catalog, backends, probe runner)."""
+    """Hash of the sources that decide what a probe records (:data:`FINGERPRINT_SOURCES`)."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for pattern in (
-        "ops/*.py",
-        "backends/*.py",
-        "analysis/probe.py",
-        "analysis/workarounds.py",
-    ):
+    for pattern in FINGERPRINT_SOURCES:
         for path in sorted(root.glob(pattern)):
             with contextlib.suppress(OSError):
                 digest.update(path.name.encode())

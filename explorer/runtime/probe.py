@@ -151,7 +151,8 @@ def probe_record(
     (False); None: :data:`EXECUTE_XLA`."""
     from explorer.backends import get_backend
     from explorer.ops import get_op
-    from explorer.runtime.workarounds import candidates, first_working
+    from explorer.runtime.workaround_exec import first_working
+    from explorer.runtime.workarounds import candidates
 
     backend = get_backend(probe.backend)
     if execute is None:

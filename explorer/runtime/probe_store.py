@@ -74,7 +74,7 @@ CREATE TABLE IF NOT EXISTS probes (
 );
 CREATE TABLE IF NOT EXISTS devices (
     env_key  TEXT PRIMARY KEY,
-    devices  TEXT NOT NULL,   -- availability.worker_devices(), JSON
+    devices  TEXT NOT NULL,   -- availability_probes.worker_devices(), JSON
     mac      TEXT NOT NULL,   -- HMAC-SHA256 of ["devices", env_key, devices]
     saved_at REAL NOT NULL
 );
