@@ -466,8 +466,8 @@ def test_figure_export_png_and_svg(app: Any, tmp_path: Path) -> None:
 def test_kernels_tab_shows_the_registry_before_tensorflow_loads(app: Any) -> None:
     """The installed release's shipped registry answers while TensorFlow is not loaded (the
     fixture's App never loads it): cholesky's declared rows are those of a separate reading of
-    TensorFlow's registry (tests/registry_oracle.py)."""
-    from registry_oracle import oracle
+    TensorFlow's registry (tests/support/registry_oracle.py)."""
+    from tests.support.registry_oracle import oracle
 
     tab = app.select("kernels")
     assert not tab.needs_tensorflow
@@ -486,12 +486,11 @@ def test_kernels_tab_shows_the_registry_before_tensorflow_loads(app: Any) -> Non
 
 def test_kernels_heatmap_cells_match_a_separate_reading_of_the_registry(app: Any) -> None:
     """Every cell of the interactive heatmap (colour, glyph, hover text) against the registry read
-    by tests/registry_oracle.py; CPU and GPU columns side by side, GPU cells marked declared."""
-    from registry_oracle import oracle
-
+    by tests/support/registry_oracle.py; CPU and GPU columns side by side, GPU cells marked declared."""
     from explorer.ops import catalog
     from explorer.outcome import STATUSES
     from explorer.runtime.registry import get_registry
+    from tests.support.registry_oracle import oracle
 
     glyphs = {"ok": "+", "no_kernel": "N", "unsupported_dtype": "U"}
     colours = {"ok": "#44bbee", "no_kernel": "#cc0000", "unsupported_dtype": "#552211"}
@@ -1078,13 +1077,11 @@ def test_probe_now_waits_for_a_worker_slot_of_the_machine(
     process (another visitor's kernel) holds the only one, the job waits and says so, starts no
     worker, and can be cancelled; once that process is gone it probes, the cell has the status a
     direct run gives, and the slot stays held while the probe workers live."""
-    from test_sweep_cache import HOLD_A_SLOT
-    from test_training_queue import _wait_until
-
     from explorer.app import App
     from explorer.backends import get_backend
     from explorer.runtime.probe import app_probe_sandbox
     from explorer.runtime.worker_slots import machine_slots
+    from tests.support.processes import HOLD_A_SLOT, wait_until
 
     monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("PX_WORKER_SLOTS", "1")
@@ -1097,13 +1094,13 @@ def test_probe_now_waits_for_a_worker_slot_of_the_machine(
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
         cancelled = tab.start_probe()
-        _wait_until(lambda: "waiting for a free worker slot" in cancelled.message, 30, "the wait said")
+        wait_until(lambda: "waiting for a free worker slot" in cancelled.message, 30, "the wait said")
         assert app_probe_sandbox().workers() == {}, "a worker started without a slot"
         cancelled.cancel()
         cancelled.wait(30)
         assert cancelled.status == "cancelled"
         job = tab.start_probe()
-        _wait_until(lambda: "waiting for a free worker slot" in job.message, 30, "the wait said again")
+        wait_until(lambda: "waiting for a free worker slot" in job.message, 30, "the wait said again")
     finally:
         holder.kill()
         holder.wait(10)
@@ -1167,7 +1164,7 @@ def _all_markup(widget: Any) -> list[str]:
 def test_hostile_snapshot_reaches_the_page_escaped(tf_app: Any, tmp_path: Path) -> None:
     """Payloads in every free-text column and the environment are shown as text, never as markup
     (checked with the standard library's HTML parser, not with the app's own escaping)."""
-    import hostile
+    from tests.support import hostile
 
     tab = tf_app.tabs["kernels"]
     tf_app.state.set(op="range", dtypes=["float16", "bfloat16"], mode="registry", device="CPU")
@@ -1192,7 +1189,7 @@ def test_hostile_snapshot_reaches_the_page_escaped(tf_app: Any, tmp_path: Path) 
 def test_hostile_snapshot_with_a_bad_name_is_refused_and_named(
     tf_app: Any, tmp_path: Path, column: str
 ) -> None:
-    import hostile
+    from tests.support import hostile
 
     path = hostile.write(tmp_path / f"bad-{column}.json", hostile.hostile_invalid_snapshots()[column])
     before = path.read_bytes()

@@ -1,7 +1,7 @@
 """Kernel availability: real registry, real sandbox runs, explanations, workarounds, cache, snapshots.
 
 The TensorFlow rows are checked against two independent paths: the registry oracle
-(``tests/registry_oracle.py``, its own reading of TensorFlow's registry) for what is declared,
+(``tests/support/registry_oracle.py``, its own reading of TensorFlow's registry) for what is declared,
 and a direct run of TensorFlow's public function in this test process for what runs.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from registry_oracle import Oracle, oracle
 
 from explorer.outcome import Status
 from explorer.queries import availability as av
@@ -19,6 +18,7 @@ from explorer.runtime.probe import Probe, run_probes
 from explorer.runtime.registry import Registry, get_registry
 from explorer.runtime.sandbox import Sandbox, default_sandbox
 from explorer.runtime.workarounds import workaround_result_dtype
+from tests.support.registry_oracle import Oracle, oracle
 
 RAN = ("ok", "fallback")
 SEED_OPS = ("range", "cholesky", "exp")
@@ -30,9 +30,7 @@ CPU_DEVICE_TYPE = {"eager": "CPU", "xla": "XLA_CPU_JIT"}
 FAILED_AS = {"no_kernel": "no_kernel", "unsupported_dtype": "unsupported_dtype", "ok": "error"}
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("cache_dir")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")
@@ -278,12 +276,12 @@ NUMPY_PROBES = [Probe("numpy", op, "float16", "CPU", "eager") for op in ("exp", 
     ],
 )
 def test_a_fault_loses_only_the_probe_it_happened_in(fault: str, status: str, error: str) -> None:
-    import _faults  # tests/ is on sys.path
+    from tests.support import faults
 
     box = Sandbox()
     try:
         # this worker (and only it: not the one that replaces it) misbehaves in the second probe
-        box.call("numpy", _faults.misbehave_in_backend, "numpy", {"log": fault}, timeout=60)
+        box.call("numpy", faults.misbehave_in_backend, "numpy", {"log": fault}, timeout=60)
         arrived: list[tuple[str, str]] = []
         out = run_probes(
             NUMPY_PROBES,

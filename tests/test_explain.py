@@ -24,6 +24,7 @@ from explorer.analysis import releases
 from explorer.analysis.error_text import MAX_TEXT_BYTES, PATTERNS, parse_error
 from explorer.cli import main
 from explorer.queries.diagnose import diagnose
+from tests.support.require import require_module
 
 # ------------------------------------------------------------------------------------ fixtures
 
@@ -262,9 +263,8 @@ print("FACTS " + json.dumps(facts))
 
 
 def require_tensorflow() -> None:
-    """Fail loudly (never skip) when TensorFlow is missing: these tests are about it."""
-    if importlib.util.find_spec("tensorflow") is None:
-        pytest.fail("TensorFlow is not installed; the explain tests that run it need it")
+    """TensorFlow is installed: these tests run it (they skip without it, and fail in CI)."""
+    require_module("tensorflow")
 
 
 def run_python(code: str, timeout: float = 300, script: Path | None = None) -> str:
@@ -662,9 +662,8 @@ def test_app_tab_explains_the_original_error() -> None:
 
 
 def test_app_tab_escapes_hostile_text() -> None:
-    import hostile
-
     import explorer
+    from tests.support import hostile
 
     app = explorer.App(load_tensorflow=False, tab="explain")
     tab = app.tab("explain")

@@ -47,10 +47,9 @@ OK_CELL = "numpy|exp|float16|CPU|eager"
 
 
 @pytest.fixture(autouse=True)
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "cache"
-    monkeypatch.setenv("PX_CACHE_DIR", str(directory))
-    return directory
+def cache(cache_dir: Path) -> Path:
+    """Every test's own PX_CACHE_DIR (tests/conftest.py's ``cache_dir``), by the name used here."""
+    return cache_dir
 
 
 @pytest.fixture(scope="module")
