@@ -55,6 +55,7 @@ def test_numpy_float16_ulps_match_an_exhaustive_computation(name: str) -> None:
     assert emulated.max_ulp_error is not None and emulated.max_ulp_error <= 0.5
 
 
+@pytest.mark.slow
 def test_tensorflow_float16_exp_ulps_and_disagreements() -> None:
     from explorer.backends.tensorflow_backend import import_tensorflow
 

@@ -101,6 +101,7 @@ def test_state_observer_filter_and_unobserve() -> None:
 # ------------------------------------------------------------------------------------- widgets <-> state
 
 
+@pytest.mark.slow
 def test_import_app_is_light_and_app_without_tensorflow_does_not_import_it() -> None:
     code = (
         "import sys, explorer; assert 'ipywidgets' not in sys.modules; "
@@ -113,6 +114,7 @@ def test_import_app_is_light_and_app_without_tensorflow_does_not_import_it() -> 
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_widgets_write_to_state_and_follow_it(app: Any) -> None:
     c = app.controls
     c.dtypes.value = ("bfloat16", "float8_e4m3fn")
@@ -267,6 +269,7 @@ def test_ranges_shows_one_panel_per_selected_dtype_with_its_own_limits(app: Any)
     assert tab.export_link.value.count("download=") == 3
 
 
+@pytest.mark.slow
 def test_side_by_side_caps_the_panels_with_a_note(app: Any) -> None:
     from explorer.app.tab import MAX_PANELS
 
@@ -279,6 +282,7 @@ def test_side_by_side_caps_the_panels_with_a_note(app: Any) -> None:
         assert all(d in tab.status.value for d in many[MAX_PANELS:])
 
 
+@pytest.mark.slow
 def test_accuracy_shows_one_panel_per_dtype_with_its_own_numbers(app: Any) -> None:
     dtypes = ["float16", "bfloat16"]
     app.state.set(op="exp", dtypes=dtypes, backends=["numpy"])
@@ -841,6 +845,7 @@ def test_the_first_view_file_renders_verbatim_through_jinja(tmp_path: Path) -> N
         first_view_template("x" * (MAX_FIRST_VIEW_BYTES + 1))
 
 
+@pytest.mark.slow
 def test_the_first_view_file_is_the_default_apps_preview(tmp_path: Path) -> None:
     """``python -m explorer.app.preview FILE`` writes the default app's preview (its tables as
     ``App().preview_html()`` has them in this process) and leaves no temporary file; TensorFlow is
@@ -1070,6 +1075,7 @@ def test_probe_now_runs_in_the_background_and_explains_failures(tf_app: Any) -> 
     tf_app.state.set(mode="registry", backends=["tensorflow", "numpy", "emulated"])
 
 
+@pytest.mark.slow
 def test_probe_now_waits_for_a_worker_slot_of_the_machine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -111,12 +111,14 @@ def _row(result: av.AvailabilityResult, **keys: str) -> dict:
     return rows[0]
 
 
+@pytest.mark.slow
 def test_rows_have_every_key(seed_result: av.AvailabilityResult) -> None:
     for r in seed_result.records():
         assert tuple(r) == av.ROW_KEYS
         assert r["status"] in [s.value for s in Status]
 
 
+@pytest.mark.slow
 def test_registry_rows_match_the_oracle(seed_result: av.AvailabilityResult, orc: Oracle) -> None:
     rows = seed_result.filter(backend="tensorflow", mode="registry").records(full=True)
     assert {(r["op"], r["dtype"], r["device"]) for r in rows} == {
@@ -127,6 +129,7 @@ def test_registry_rows_match_the_oracle(seed_result: av.AvailabilityResult, orc:
         assert r["status"] == r["declared"] == orc.declared(RAW[r["op"]], r["dtype"], r["device"]), r
 
 
+@pytest.mark.slow
 def test_seed_case_range_float16(
     seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
@@ -152,6 +155,7 @@ def test_seed_case_range_float16(
     assert _row(seed_result, backend="numpy", op="range", dtype="float16", device="CPU")["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_every_tensorflow_cell_matches_a_direct_run(
     seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
@@ -176,6 +180,7 @@ def test_every_tensorflow_cell_matches_a_direct_run(
     assert {o["disagreement"] for o in outcomes} == {True, False}
 
 
+@pytest.mark.slow
 def test_cholesky_float16_cpu(
     seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
@@ -205,6 +210,7 @@ def test_cholesky_float16_cpu(
     assert xla["explanation"] == "cholesky runs natively in float16 on CPU under XLA with tensorflow."
 
 
+@pytest.mark.slow
 def test_cholesky_bfloat16_unsupported(
     seed_result: av.AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
@@ -226,6 +232,7 @@ def test_cholesky_bfloat16_unsupported(
         assert set(said.split(", ")) == allowed_floats
 
 
+@pytest.mark.slow
 def test_every_suggested_workaround_runs_in_the_requested_dtype(seed_result: av.AvailabilityResult) -> None:
     suggested = [r for r in seed_result.records(full=True) if r["workaround"]]
     assert suggested
@@ -234,6 +241,7 @@ def test_every_suggested_workaround_runs_in_the_requested_dtype(seed_result: av.
         assert default_sandbox().call("tensorflow", workaround_result_dtype, code, timeout=120) == dtype
 
 
+@pytest.mark.slow
 def test_numpy_bfloat16_is_unsupported_with_a_workaround(seed_result: av.AvailabilityResult) -> None:
     r = _row(seed_result, backend="numpy", op="exp", dtype="bfloat16", device="CPU")
     assert r["status"] == "unsupported_dtype"
@@ -271,7 +279,7 @@ NUMPY_PROBES = [Probe("numpy", op, "float16", "CPU", "eager") for op in ("exp", 
     ("fault", "status", "error"),
     [
         ("segfault", "crashed", "SIGSEGV"),
-        ("hang", "timeout", "did not finish within 2 s"),
+        pytest.param("hang", "timeout", "did not finish within 2 s", marks=pytest.mark.slow),  # waits 2 s
         ("exit", "error", "SystemExit"),
     ],
 )
@@ -324,6 +332,7 @@ def test_run_probes_reports_each_record_as_it_arrives_and_leaves_no_temporary_fi
         run_probes(NUMPY_PROBES, probe_timeout=float("nan"), sandbox=box)
 
 
+@pytest.mark.slow
 def test_raw_op_without_catalog_entry_gets_registry_rows_only(reg: Registry, orc: Oracle) -> None:
     from explorer.ops import catalog
 
@@ -349,6 +358,7 @@ def test_bad_input_lists_valid_choices(reg: Registry) -> None:
         av.availability(ops=["exp"], devices=["TPU"], progress=False, registry=reg)
 
 
+@pytest.mark.slow
 def test_snapshot_save_load_diff(seed_result: av.AvailabilityResult, tmp_path) -> None:  # type: ignore[no-untyped-def]
     a_path = save_snapshot(seed_result, tmp_path / "a.json")
     loaded = load_snapshot(a_path)
@@ -367,6 +377,7 @@ def test_snapshot_save_load_diff(seed_result: av.AvailabilityResult, tmp_path) -
         load_snapshot(tmp_path / "c.json")
 
 
+@pytest.mark.slow
 def test_snapshots_without_a_phase_column_load_and_a_bad_phase_is_refused(
     seed_result: av.AvailabilityResult, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -418,6 +429,7 @@ def test_registry_gaps_and_only_on(reg: Registry, orc: Oracle) -> None:
     assert av.only_on("float16", "GPU", "CPU", registry=reg) == gpu_only
 
 
+@pytest.mark.slow
 def test_plots_and_table(seed_result: av.AvailabilityResult) -> None:
     from explorer.plots.availability import STATUS_COLORS, heatmap, heatmaps, styled_table
 

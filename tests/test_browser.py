@@ -43,7 +43,7 @@ from tests.support.page import (
 )
 from tests.support.voila import VoilaServer
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 

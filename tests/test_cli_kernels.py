@@ -108,6 +108,7 @@ def test_seed_case_json(capsys, orc: Oracle) -> None:  # type: ignore[no-untyped
     assert [_runs_directly("range", mode) for mode in ("eager", "xla")] == [True, False]
 
 
+@pytest.mark.slow
 def test_cholesky_float16_explanation_and_workaround(capsys, tmp_path, orc: Oracle) -> None:  # type: ignore[no-untyped-def]
     """Eager Cholesky in float16 on CPU: no CPU kernel, an XLA one; the printed workaround runs."""
     snap = tmp_path / "chol.json"

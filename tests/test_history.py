@@ -194,7 +194,8 @@ print(json.dumps(json.loads(out.getvalue())["environment"]))
         ["--op", "Range", "--dtype", "float16", "--tf-version", "2.15.0"],
         ["--op", "range", "--history"],
         ["--op", "Qr", "--history", "--mode", "xla"],
-        ["--op", "range", "--mode", "registry"],  # the installed release, no disk cache: its file
+        # the installed release, no disk cache: its file (reads TensorFlow's version: seconds)
+        pytest.param(["--op", "range", "--mode", "registry"], marks=pytest.mark.slow),
     ],
     ids=["tf-version", "history", "history-raw-op", "installed"],
 )
@@ -388,6 +389,7 @@ def test_history_strip_escapes_every_string_and_never_relies_on_colour_alone() -
     assert found.letters == ["+", "?", "-"]
 
 
+@pytest.mark.slow
 def test_bench_history_script_runs(tmp_path: Path) -> None:
     """The benchmark's figures come out (the numbers themselves are printed, not asserted)."""
     code = textwrap.dedent(

@@ -28,6 +28,9 @@ from explorer.outcome import Outcome, Phase, Status
 from tests.support import oracles
 from tests.support.require import require_module
 
+#: slow tier: JAX's matrix: every op in every format, eagerly and under jit
+pytestmark = pytest.mark.slow
+
 WIDE = ("float16", "bfloat16", "float32", "float64")
 #: the narrow formats XLA's CPU client holds (float6 it cannot: see the float6 tests)
 NARROW = (

@@ -166,6 +166,7 @@ def _write_registry_cache(cache: Path) -> None:
     (cache / registry._disk_key()).write_text(json.dumps(REGISTRY_DATA))
 
 
+@pytest.mark.slow
 def test_two_concurrent_sweeps_in_two_processes_both_end_up_in_the_store(
     cache: Path, truth: dict[str, str]
 ) -> None:

@@ -238,6 +238,7 @@ def test_live_reader_reads_what_the_oracle_reads(orc: Oracle) -> None:
     assert live["labelled_kernels_ignored"] == sum(1 for k in snap.kernel_list.kernel if k.label) > 0
 
 
+@pytest.mark.slow
 def test_live_reader_initialises_xla_itself_in_a_fresh_process() -> None:
     """In a process where nothing compiled with XLA yet (a sandbox worker), ``read_registry_data``
     still finds the XLA JIT kernels: it compiles a tiny function first."""

@@ -37,7 +37,7 @@ def sandbox():
     [
         (faults.segfault, Status.CRASHED, "SIGSEGV"),
         (faults.abort, Status.CRASHED, "SIGABRT"),
-        (faults.hang, Status.TIMEOUT, None),
+        pytest.param(faults.hang, Status.TIMEOUT, None, marks=pytest.mark.slow),  # waits out a timeout
     ],
 )
 def test_fault_becomes_outcome_and_worker_is_replaced(sandbox, fault, status, signal_name):
@@ -94,6 +94,7 @@ def test_run_rejects_bad_names_before_starting_a_worker(sandbox):
 # ------------------------------------------------------------------ Sandbox.map
 
 
+@pytest.mark.slow
 def test_map_hang_costs_only_its_item(sandbox):
     seen: list[ItemResult] = []
     start = time.monotonic()
@@ -155,6 +156,7 @@ def test_map_failed_setup_fails_every_item(sandbox):
 # ------------------------------------------------------------ answers match requests
 
 
+@pytest.mark.slow
 def test_interrupted_call_never_delivers_its_answer(sandbox):
     first_pid = sandbox.call("faults", faults.pid, timeout=60)
     interrupt = threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
@@ -365,6 +367,7 @@ def slow_behave(item: object) -> object:
     return faults.behave(item)
 
 
+@pytest.mark.slow
 def test_map_parallel_shares_items_among_workers_and_reports_in_the_calling_thread(sandbox):
     from explorer.runtime.sandbox import Group
 

@@ -27,6 +27,9 @@ from explorer.outcome import Phase, Status
 from tests.support import oracles
 from tests.support.require import require, require_module
 
+#: slow tier: PyTorch's matrix: every op in every format, eager and torch.compile
+pytestmark = pytest.mark.slow
+
 #: the formats PyTorch has a dtype for
 WIDE = ("float16", "bfloat16", "float32", "float64")
 FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")

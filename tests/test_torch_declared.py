@@ -24,6 +24,9 @@ from explorer.runtime import torch_declared
 from tests.support import oracles
 from tests.support.require import require_module
 
+#: slow tier: PyTorch's OpInfo database read in workers (a fresh torch import)
+pytestmark = pytest.mark.slow
+
 _ORACLE = textwrap.dedent(
     """
     import json, sys
