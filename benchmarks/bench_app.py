@@ -1,6 +1,6 @@
 """The app's startup time and interaction latency.
 
-    python benchmarks/run.py app
+    python -m benchmarks.run app
 
 - startup: a fresh ``python`` runs ``import explorer; explorer.App()`` and asks the app
   for its display bundle (what the notebook renders): the time until the widgets can

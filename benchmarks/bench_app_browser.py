@@ -1,8 +1,10 @@
 """The app's first paint and interaction latency, measured in Chromium against a fresh Voila server.
 
-    python benchmarks/bench_app_browser.py [--loads 5] [--repeats 20] [--json]
+    python -m benchmarks.bench_app_browser [--loads 5] [--repeats 20] [--json]
         [--preheat [N]] [--first-paint-only]
-    python benchmarks/run.py app_browser
+    python -m benchmarks.run app_browser
+
+(from the repository root: the Voila server and Chromium come from :mod:`tests.support`).
 
 - first paint: ``--loads`` page loads, each in a new browser context (cold cache, its own
   kernel); in the page, from navigation start (``performance.now()``), the time until the app's
@@ -47,10 +49,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from tests.support import page as bs
+from tests.support.browser import launch
+from tests.support.page import open_tab, select_op
+from tests.support.voila import VoilaServer, start_voila
 
-import browser_support as bs  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 VIEWPORT: Any = {"width": 1400, "height": 1000}
 LOAD_MS = 120_000
@@ -115,29 +119,6 @@ def _summary(ms: list[float]) -> dict[str, Any]:
     }
 
 
-def _server(tmp: Path, preheat: int = 0) -> tuple[str, subprocess.Popen[bytes], Path]:
-    from test_browser import free_port, wait_for_http
-
-    from explorer.cli.app import start_first_view, voila_command, voila_env, write_offline_template
-
-    port = free_port()
-    log = tmp / "voila.log"
-    template_root = write_offline_template(tmp / "share")
-    writer = start_first_view(template_root)  # as precision-explorer app does for its notebook
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            voila_command(ROOT / "notebooks" / "explorer.ipynb", port, preheat=preheat),
-            env=voila_env(template_root),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-    wait_for_http(f"tcp://127.0.0.1:{port}", proc, log)
-    if writer.wait() != 0:
-        print("warning: the server's first view was not written", file=sys.stderr)
-    return f"http://127.0.0.1:{port}/", proc, log
-
-
 #: most seconds to wait for the pool to be warm
 POOL_WAIT_S = 300.0
 
@@ -188,12 +169,6 @@ def first_paint(browser: Any, url: str, loads: int, log: Path, preheat: int = 0)
     return {"preview_table": shown, "app_visible": _summary(app), "kernels_view": _summary(view)}
 
 
-def _select_op(page: Any, op: str) -> None:
-    from test_browser import select_op
-
-    select_op(page, op)
-
-
 def _repeat(n: int, one: Callable[[int], float]) -> list[float]:
     return [one(k) for k in range(n)]
 
@@ -208,8 +183,6 @@ def _measured(out: dict[str, Any], name: str, n: int, one: Callable[[int], float
 
 def interactions(page: Any, repeats: int) -> dict[str, Any]:
     """Each interaction ``repeats`` times on ``page`` (showing the app); milliseconds."""
-    from test_browser import open_tab
-
     out: dict[str, Any] = {}
     page.wait_for_function(bs.KERNELS_VIEW_READY, timeout=LOAD_MS)
     bs.choose(page, ".px-dtypes", ["float16"])
@@ -217,12 +190,12 @@ def interactions(page: Any, repeats: int) -> dict[str, Any]:
 
     def op_change(k: int) -> float:
         op = OPS[(k + 1) % len(OPS)]
-        return bs.measure(page, lambda: _select_op(page, op), _OP_SHOWN, op, LOAD_MS).ms
+        return bs.measure(page, lambda: select_op(page, op), _OP_SHOWN, op, LOAD_MS).ms
 
-    _select_op(page, OPS[0])
+    select_op(page, OPS[0])
     page.wait_for_function(_OP_SHOWN, arg=OPS[0], timeout=LOAD_MS)
     _measured(out, "op change (Kernels)", repeats, op_change)
-    _select_op(page, "exp")
+    select_op(page, "exp")
     page.wait_for_function(_OP_SHOWN, arg="exp", timeout=LOAD_MS)
 
     def dtype_change(k: int) -> float:
@@ -288,13 +261,13 @@ def measure_all(
     """Start Voila (with a pre-heated kernel pool when ``preheat``) and Chromium, measure first
     paint and (when ``interactions_too``) the interactions; everything is stopped."""
     from playwright.sync_api import sync_playwright
-    from test_browser import CHROMIUM, LAUNCH_ARGS, stop
 
     tmp = Path(tempfile.mkdtemp(prefix="px-bench-browser-"))
-    url, proc, log = _server(tmp, preheat)
+    server: VoilaServer = start_voila(tmp, preheat=preheat)
+    url, log = server.url, server.log
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+            browser = launch(p)
             try:
                 paint = first_paint(browser, url, loads, log, preheat)
                 if not interactions_too:
@@ -310,7 +283,7 @@ def measure_all(
             finally:
                 browser.close()
     finally:
-        stop(proc)
+        server.stop()
     return {"first_paint": paint, "interactions": inter, "code": _code_state(), "preheat": preheat}
 
 

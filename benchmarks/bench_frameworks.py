@@ -1,7 +1,7 @@
 """Probing the catalog per framework: PyTorch (eager, torch.compile), JAX (op by op, jit), and
 reading PyTorch's OpInfo declarations.
 
-    python benchmarks/run.py frameworks
+    python -m benchmarks.run frameworks
 
 Each figure is a fresh sandbox worker (its framework import counted separately) probing every
 catalog op in float16 and bfloat16 on the CPU, as ``precision-explorer kernels`` does; the

@@ -1,7 +1,7 @@
 """The Kernels heatmap's re-render time in a real browser (Chromium, driven by Playwright) against
 Voila serving notebooks/explorer.ipynb in workshop mode.
 
-    python benchmarks/bench_heatmap_browser.py [--repetitions 20]
+    python -m benchmarks.bench_heatmap_browser [--repetitions 20]     # from the repository root
 
 Each repetition changes a control in the page (the dtypes: float32 selected or deselected, as a
 dropdown or a toggle button; then the op, alternating between cholesky and exp), timed from
@@ -18,17 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from test_browser import CHROMIUM, LAUNCH_ARGS, free_port, stop, wait_for_http  # noqa: E402
+from tests.support.browser import launch
+from tests.support.voila import start_voila
 
 #: in the page: change ``selector``'s <select> to ``values``, then resolve with the milliseconds
 #: from the change event to the heatmap's last mutation before ``quiet`` ms without one
@@ -81,27 +77,14 @@ def measure(repetitions: int) -> dict[str, Any]:
     """Start Voila, open the app, time ``repetitions`` dtype changes and op changes."""
     from playwright.sync_api import sync_playwright
 
-    from explorer.cli.app import voila_command, voila_env, write_offline_template
-
-    tmp = Path(tempfile.mkdtemp(prefix="px-bench-heatmap-"))
-    port = free_port()
-    log = tmp / "voila.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            voila_command(ROOT / "notebooks" / "explorer.ipynb", port),
-            env=voila_env(write_offline_template(tmp / "share")),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
+    server = start_voila(Path(tempfile.mkdtemp(prefix="px-bench-heatmap-")), first_view=False)
     results: dict[str, Any] = {}
     try:
-        wait_for_http(f"tcp://127.0.0.1:{port}", proc, log)
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+            browser = launch(p)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             try:
-                page.goto(f"http://127.0.0.1:{port}/", timeout=120_000)
+                page.goto(server.url, timeout=120_000)
                 page.wait_for_selector(".px-kernels-plot .px-heatmap rect.heatmapcell", timeout=120_000)
                 page.wait_for_timeout(1500)
                 changes = {
@@ -124,7 +107,7 @@ def measure(repetitions: int) -> dict[str, Any]:
                 page.close(run_before_unload=True)
                 browser.close()
     finally:
-        stop(proc)
+        server.stop()
     return results
 
 

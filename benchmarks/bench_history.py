@@ -1,6 +1,6 @@
 """Answers for any TensorFlow release without TensorFlow: ``kernels --history`` and ``--tf-version``.
 
-    python benchmarks/run.py history
+    python -m benchmarks.run history
     python benchmarks/bench_history.py
 
 Cold = a fresh ``python -m explorer kernels ...`` process (what a user's shell runs: interpreter

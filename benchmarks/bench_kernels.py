@@ -1,6 +1,6 @@
 """Kernel availability: the declared matrix and the probe sweep (cold and cached).
 
-    python benchmarks/run.py kernels
+    python -m benchmarks.run kernels
 
 Cold = an empty cache directory (a fresh temporary PX_CACHE_DIR); the TensorFlow probe
 workers start with the sweep, so their TensorFlow import is counted (the command-line

@@ -1,6 +1,6 @@
 """Ranges / accuracy / rounding speed (issue 4, item 8).
 
-    python benchmarks/run.py ranges
+    python -m benchmarks.run ranges
 
 - an exhaustive float16 sweep of one unary op (exp) on numpy, tensorflow and emulated,
   with the regions and both ULP measures (ulp_steps, ulp_error) of every backend, warm (after

@@ -1,6 +1,6 @@
 """Training speed: the six Keras policies on the digits MLP with the default epochs, and fp8.
 
-    python benchmarks/run.py training
+    python -m benchmarks.run training
 
 The figure to watch is ``six policies, MLP, default epochs: total`` (target < 60 s on
 a 2-core CPU machine).  TensorFlow's import is timed apart.  float16 compute is slow on

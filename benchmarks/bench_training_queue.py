@@ -1,6 +1,6 @@
 """The machine-wide training queue under load: M visitors press Train at once, K slots.
 
-    python benchmarks/run.py training_queue              # M = 4, 8 with K = 1, 2
+    python -m benchmarks.run training_queue              # M = 4, 8 with K = 1, 2
     python benchmarks/bench_training_queue.py --visitors 4 --slots 1 [--policy float32] [--epochs 1]
 
 Each visitor is a spawned process standing in for a visitor's kernel: it builds the app

@@ -1,6 +1,8 @@
 """Memory and first view of one visitor of ``precision-explorer app`` (Voila), read from /proc.
 
-    python benchmarks/bench_visitor_memory.py [--fresh-cache] [--op exp] [--preheat] [--json]
+    python -m benchmarks.bench_visitor_memory [--fresh-cache] [--op exp] [--preheat] [--json]
+
+(from the repository root: the server and Chromium come from :mod:`tests.support`).
 
 Starts a fresh ``python -m explorer app`` (the real notebook, notebooks/explorer.ipynb) on a
 free port of 127.0.0.1, then:
@@ -26,22 +28,17 @@ import argparse
 import contextlib
 import http.client
 import json
-import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from explorer.server.process_tree import descendants
+from tests.support.browser import launch
+from tests.support.page import select_op
+from tests.support.voila import VoilaServer, start_app
 
-from explorer.server.process_tree import descendants  # noqa: E402
-
-CHROMIUM = os.environ.get("PX_CHROMIUM", "/usr/bin/chromium")
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage"]
 #: the tabs a visitor who only looks opens, in app order (key, title); Kernels is the first view
 VIEW_TABS = [
     ("ranges", "Ranges"),
@@ -57,12 +54,6 @@ _TAB_CONTENT = """key => {
     const msg = tab.querySelector('.px-status .px-msg');
     return msg !== null && !msg.classList.contains('px-msg-loading');
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def vm_rss_mb(pid: int) -> float | None:
@@ -111,38 +102,10 @@ def reading(kernel: int, label: str, seconds: float | None = None) -> dict[str, 
     return row
 
 
-def start_server(tmp: Path, fresh_cache: bool, preheat: bool) -> tuple[subprocess.Popen[bytes], int, Path]:
-    port = free_port()
-    log = tmp / "app.log"
-    env = {**os.environ, "TMPDIR": str(tmp), "TF_CPP_MIN_LOG_LEVEL": "2"}
-    if fresh_cache:
-        env["PX_CACHE_DIR"] = str(tmp / "cache")
-    cmd = [sys.executable, "-m", "explorer", "app", "--no-browser", "--port", str(port), "--max-kernels", "6"]
-    if preheat:
-        cmd.append("--preheat")
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"app exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=2).close()
-            return proc, port, log
-        except OSError:
-            time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError(f"app not listening after 90 s:\n{log.read_text()[-3000:]}")
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+def start_server(tmp: Path, fresh_cache: bool, preheat: bool) -> VoilaServer:
+    """``precision-explorer app --max-kernels 6`` (``--preheat``); an empty cache when ``fresh_cache``."""
+    env = {"PX_CACHE_DIR": str(tmp / "cache")} if fresh_cache else {}
+    return start_app(tmp, "--max-kernels", "6", *(["--preheat"] if preheat else []), env=env, timeout=90)
 
 
 def wait_for_new_kernel(server: int, known: set[int], timeout: float = 60.0) -> int:
@@ -184,7 +147,7 @@ def browser_visit(port: int, server: int, op: str, settle: float, timeout_s: flo
     known = set(kernels(server))
     out: dict[str, Any] = {"readings": []}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        browser = launch(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1800})
             page.set_default_timeout(timeout_s * 1000)
@@ -199,7 +162,7 @@ def browser_visit(port: int, server: int, op: str, settle: float, timeout_s: flo
             out["readings"].append(reading(kernel, "first view (Kernels)", time.perf_counter() - start))
             for key, title in VIEW_TABS:
                 if key == "ranges" and op:
-                    _select_op(page, op)
+                    select_op(page, op)
                 began = time.perf_counter()
                 page.locator(".px-tabs .lm-TabBar-tab", has_text=title).first.click()
                 page.wait_for_function(_TAB_CONTENT, arg=key)
@@ -212,15 +175,6 @@ def browser_visit(port: int, server: int, op: str, settle: float, timeout_s: flo
         finally:
             browser.close()
     return out
-
-
-def _select_op(page: Any, op: str) -> None:
-    value = page.eval_on_selector(
-        ".px-op select",
-        "(el, op) => [...el.options].find(o => o.textContent.trim().split(/\\s/)[0] === op).value",
-        op,
-    )
-    page.select_option(".px-op select", value=value)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="px-bench-visitor-") as tmp:
-        proc, port, log = start_server(Path(tmp), args.fresh_cache, args.preheat)
+        server = start_server(Path(tmp), args.fresh_cache, args.preheat)
+        port, proc = server.port, server.proc
         try:
             result: dict[str, Any] = {"fresh_cache": args.fresh_cache, "preheat": args.preheat, "op": args.op}
             if args.preheat:
@@ -247,10 +202,10 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_browser_phase:
                 result["browser"] = browser_visit(port, proc.pid, args.op, args.settle, args.timeout)
         except Exception:
-            print(log.read_text()[-3000:], file=sys.stderr)
+            print(server.log_text()[-3000:], file=sys.stderr)
             raise
         finally:
-            stop_server(proc)
+            server.stop()
     if args.json:
         print(json.dumps(result, indent=1))
     else:

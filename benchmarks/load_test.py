@@ -1,8 +1,10 @@
 """Load test: N simulated visitors against a fresh ``precision-explorer app`` (Voila) server.
 
-    python benchmarks/load_test.py --visitors 10 --browsers 2 --json out.json
-    python benchmarks/load_test.py --visitors 20 --arrival-interval 0      # all at once
-    python benchmarks/load_test.py --visitors 5 --after leave --cull-idle-timeout 30
+    python -m benchmarks.load_test --visitors 10 --browsers 2 --json out.json
+    python -m benchmarks.load_test --visitors 20 --arrival-interval 0      # all at once
+    python -m benchmarks.load_test --visitors 5 --after leave --cull-idle-timeout 30
+
+(from the repository root: the server and Chromium come from :mod:`tests.support`).
 
 What it does:
 
@@ -91,7 +93,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -103,7 +104,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from explorer.server.process_tree import descendants, is_alive, stop_process_tree
+from explorer.server.process_tree import descendants, is_alive
+from tests.support import voila
+from tests.support.browser import launch_options, missing_browser
+from tests.support.voila import VoilaServer
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Most visitors one run may simulate.
@@ -117,17 +121,6 @@ POOL_REFILLS = 2
 #: Seconds to wait for the pre-heated pool: this plus this per pooled kernel.
 POOL_WAIT_BASE_S = 120.0
 POOL_WAIT_PER_KERNEL_S = 10.0
-CHROMIUM = os.environ.get("PX_CHROMIUM", "/usr/bin/chromium")
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 #: The tabs each visitor opens, in order, then the op change (on the Kernels tab).
 TAB_SEQUENCE = [("ranges", "Ranges"), ("accuracy", "Accuracy"), ("bits", "Bits"), ("kernels", "Kernels")]
 #: Seconds between two samples of /proc (kernels, memory).
@@ -207,104 +200,36 @@ def mib(value: float | None) -> float | None:
 # ---------------------------------------------------------------------------------------- server
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+#: the server a run starts (tests/support/voila.py): kernels by id (``kernel_ids()``), every
+#: descendant seen while it ran (``known``), stopped with all of them
+AppServer = VoilaServer
 
 
-@dataclass
-class AppServer:
-    """A running ``precision-explorer app`` started by this script."""
+def voila_pid(server: AppServer) -> int | None:
+    """The Voila process the app started (``explorer.server.voila_main``), None when there is none."""
+    for pid in server.tree():
+        if b"explorer.server.voila_main" in cmdline(pid):
+            return pid
+    return None
 
-    proc: subprocess.Popen[bytes]
-    port: int
-    workdir: Path
-    log: Path
-    #: every descendant seen while it ran, {pid: start time}: stopped at the end
-    known: dict[int, int] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
-
-    @property
-    def tmpdir(self) -> Path:
-        return self.workdir / "tmp"
-
-    def tree(self) -> dict[int, int]:
-        """The server's live descendants (and remembers them)."""
-        found = descendants(self.proc.pid)
-        with self.lock:
-            self.known.update(found)
-        return found
-
-    def kernels(self) -> dict[str, int]:
-        """The server's kernel processes, ``{kernel id: pid}`` (the id is in the connection file name)."""
-        found = {}
-        for pid in self.tree():
-            line = cmdline(pid)
-            if b"ipykernel" in line and (match := KERNEL_FILE.search(line)):
-                found[match.group(1).decode()] = pid
-        return found
-
-    def voila_pid(self) -> int | None:
-        for pid in self.tree():
-            if b"explorer.server.voila_main" in cmdline(pid):
-                return pid
-        return None
-
-    def log_text(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")
-        except OSError:
-            return ""
+def app_options(cfg: Config) -> list[str]:
+    """The options of ``precision-explorer app`` this run gives (port and notebook aside)."""
+    options = ["--cull-idle-timeout", str(cfg.cull_idle_timeout), "--cull-interval", str(cfg.cull_interval)]
+    options += ["--max-kernels", str(cfg.kernel_cap())]
+    if cfg.preheat:
+        options += ["--preheat", str(cfg.preheat)]
+    return options
 
 
 def app_command(cfg: Config, port: int) -> list[str]:
     """The ``precision-explorer app`` command line this run starts."""
-    cmd = [sys.executable, "-m", "explorer", "app", "--no-browser", "--port", str(port)]
-    if cfg.notebook is not None:
-        cmd += ["--notebook", str(cfg.notebook)]
-    cmd += ["--cull-idle-timeout", str(cfg.cull_idle_timeout), "--cull-interval", str(cfg.cull_interval)]
-    cmd += ["--max-kernels", str(cfg.kernel_cap())]
-    if cfg.preheat:
-        cmd += ["--preheat", str(cfg.preheat)]
-    return cmd
+    return voila.app_command(port, *app_options(cfg), notebook=cfg.notebook)
 
 
 def start_server(cfg: Config, workdir: Path, timeout: float = 120.0) -> AppServer:
     """Start the app in a session of its own on a free port; returns once the port accepts connections."""
-    port = free_port()
-    (workdir / "tmp").mkdir(parents=True)
-    log = workdir / "app.log"
-    env = {**os.environ, "TMPDIR": str(workdir / "tmp"), "TF_CPP_MIN_LOG_LEVEL": "2"}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            app_command(cfg, port),
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-            start_new_session=True,
-        )
-    server = AppServer(proc, port, workdir, log)
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            server.tree()
-            if proc.poll() is not None:
-                raise RuntimeError(f"app exited with {proc.returncode}:\n{server.log_text()[-3000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=2).close()
-                return server
-            except OSError:
-                time.sleep(0.3)
-        raise RuntimeError(f"app not listening after {timeout:.0f} s:\n{server.log_text()[-3000:]}")
-    except BaseException:
-        stop_server(server)
-        raise
+    return voila.start_app(workdir, *app_options(cfg), notebook=cfg.notebook, timeout=timeout)
 
 
 def wait_for_pool(server: AppServer, size: int) -> None:
@@ -322,11 +247,7 @@ def wait_for_pool(server: AppServer, size: int) -> None:
 
 def stop_server(server: AppServer) -> dict[str, Any]:
     """Stop the app and everything it started; returns what was left behind (nothing, normally)."""
-    server.tree()
-    with server.lock:
-        known = dict(server.known)
-    stop_process_tree(server.proc, known)
-    left = sorted(pid for pid, started in known.items() if is_alive(pid, started))
+    left = server.stop()
     for pid in left:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
@@ -381,10 +302,10 @@ class Sampler:
         self._thread.join(10)
 
     def sample(self) -> dict[str, Any]:
-        kernels = self.server.kernels()
+        kernels = self.server.kernel_ids()
         self.seen_kernels.update(kernels)
         rss = [r for r in (vm_rss_bytes(pid) for pid in kernels.values()) if r is not None]
-        voila = self.server.voila_pid()
+        voila = voila_pid(self.server)
         available = meminfo_bytes("MemAvailable")
         return {
             "t": round(time.monotonic() - self._start, 2),
@@ -1141,7 +1062,7 @@ class RunContext:
         """Record the visitor's kernel memory now, right after its interactions."""
         v.interacted_s = round(time.monotonic() - start, 2)
         if v.kernel_id:
-            v.kernel_pid = server.kernels().get(v.kernel_id)
+            v.kernel_pid = server.kernel_ids().get(v.kernel_id)
         if v.kernel_pid:
             v.kernel_rss_mib = mib(vm_rss_bytes(v.kernel_pid))
             v.kernel_tensorflow = tensorflow_loaded(v.kernel_pid)
@@ -1159,10 +1080,10 @@ class RunContext:
 
 def snapshot(server: AppServer) -> dict[str, Any]:
     """Every kernel's VmRSS and TensorFlow state, and the Voila server's VmRSS, now."""
-    kernels = server.kernels()
+    kernels = server.kernel_ids()
     per_kernel = {kid: mib(vm_rss_bytes(pid)) for kid, pid in kernels.items()}
     values = [r for r in per_kernel.values() if r is not None]
-    voila = server.voila_pid()
+    voila = voila_pid(server)
     return {
         "kernels": len(kernels),
         "kernel_rss_mib": per_kernel,
@@ -1184,7 +1105,7 @@ async def watch_culling(
     never culled: they wait for the next visitor)."""
 
     def alive() -> int:
-        kernels = server.kernels()
+        kernels = server.kernel_ids()
         if visitors is None:
             return len(kernels)
         return sum(1 for v in visitors if v.kernel_id in kernels)
@@ -1247,13 +1168,12 @@ async def run_visitors(
         if cfg.browsers:  # launched before the first arrival, so that it delays no visitor
             from playwright.async_api import async_playwright
 
-            if not Path(CHROMIUM).exists():
-                raise RuntimeError(f"chromium not found at {CHROMIUM}")
+            missing = missing_browser()
+            if missing:
+                raise RuntimeError(missing)
             playwright_cm = async_playwright()
             playwright = await playwright_cm.__aenter__()
-            browser = await playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS
-            )
+            browser = await playwright.chromium.launch(**launch_options())
         start = time.monotonic()
         result["_t0"] = start
 
@@ -1699,7 +1619,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path | None]:
 def main(argv: list[str] | None = None) -> int:
     cfg, json_path = parse_args(argv)
     result = run_load_test(cfg)
-    result["command"] = "python benchmarks/load_test.py " + " ".join(
+    result["command"] = "python -m benchmarks.load_test " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
     )
     print(format_report(result), flush=True)

@@ -24,11 +24,12 @@ ROOT=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 WORK=${PX_MUTATION_DIR:-$(mktemp -d /tmp/px-mutation.XXXXXX)}
 JOBS=${PX_MUTATION_JOBS:-2}
 if [[ "${PX_MUTATION_PASS2_ONLY:-0}" != 1 ]]; then
-mkdir -p "$WORK/tests"
+mkdir -p "$WORK/tests/support"
 rm -rf "$WORK/explorer" "$WORK/mutants"
 cp -r "${PX_MUTATION_SOURCE:-$ROOT/explorer}" "$WORK/explorer"
 find "$WORK/explorer" -name __pycache__ -prune -exec rm -rf {} +
 cp "$ROOT"/tests/*.py "$WORK/tests/"
+cp "$ROOT"/tests/support/*.py "$WORK/tests/support/"  # the tests' helpers (tests.support)
 cp "$ROOT/pyproject.toml" "$WORK/"
 if [[ -n "${PX_MUTATION_TESTS_FROM:-}" ]]; then
     for f in test_formats.py test_backends.py; do

@@ -16,7 +16,7 @@
 #
 # Everything happens in a temporary copy of the repository (MUTATION_WORKDIR to choose it), so the
 # working tree gets no mutmut configuration and no mutants/ folder.  TensorFlow is read once into a
-# JSON fixture (tests/registry_oracle.py reads it when PX_REGISTRY_ORACLE_FIXTURE names it), so no
+# JSON fixture (tests/support/registry_oracle.py reads it when PX_REGISTRY_ORACLE_FIXTURE names it), so no
 # mutant's run imports TensorFlow; the tests whose names contain "live" need TensorFlow in the
 # process and are deselected.  mutmut forks each mutant's run from the process that ran the tests
 # once, so the oracle's answers are computed once.  439 mutants; about 5 minutes on 2 cores.
@@ -54,10 +54,7 @@ fi
 export TF_CPP_MIN_LOG_LEVEL=2
 # read TensorFlow once: the oracle's fixture, and explorer's registry cache (used by older tests)
 python - <<'EOF'
-import sys
-
-sys.path.insert(0, "tests")
-import registry_oracle
+from tests.support import registry_oracle
 
 if not registry_oracle.is_live():
     registry_oracle.snapshot()

@@ -1,9 +1,21 @@
-"""Shared test settings."""
+"""Shared test settings and fixtures, in one place.
+
+* ``cache_dir``: the test's own explorer cache directory (``PX_CACHE_DIR``), nothing read from
+  or written to the user's; a module takes it for every test with
+  ``pytestmark = pytest.mark.usefixtures("cache_dir")``;
+* ``browser``: Debian's Chromium through Playwright, one per module (skips without it, fails in
+  CI: :mod:`tests.support.require`);
+* ``voila_server``: a fresh Voila serving the app, one per module (:mod:`tests.support.voila`).
+
+Helpers the tests share are modules of :mod:`tests.support`, imported by name.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,3 +39,40 @@ def _app_probe_workers_stopped_after_each_module() -> Iterator[None]:
     from explorer.runtime.probe import app_probe_sandbox
 
     app_probe_sandbox().close()
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``PX_CACHE_DIR`` set to a fresh ``cache`` folder of the test's (not created); returns it."""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("PX_CACHE_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Headless Chromium (its profile under a temporary HOME), closed after the module."""
+    from tests.support.browser import launch, require_browser
+
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = launch(p, tmp_path_factory.mktemp("chromium-home"))
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def voila_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Voila serving notebooks/explorer.ipynb as ``precision-explorer app`` does (offline template,
+    first view), with a training queue of its own: runs elsewhere on the machine take none of its
+    slots.  A :class:`tests.support.voila.VoilaServer`, stopped with all its kernels after the module."""
+    from explorer.training.queue import DIR_ENV as TRAINING_QUEUE_DIR
+    from tests.support.voila import running_voila
+
+    tmp = tmp_path_factory.mktemp("voila")
+    with running_voila(tmp, env={TRAINING_QUEUE_DIR: str(tmp / "queue")}) as server:
+        yield server

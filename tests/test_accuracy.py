@@ -1,6 +1,6 @@
 """Both ULP measures checked against independent computations written here: exhaustive step
 counts from float16 bit patterns, and ulp errors from mpmath with Goldberg's ulp computed from the
-spec table of tests/oracles.py."""
+spec table of tests/support/oracles.py."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from fractions import Fraction
 
 import mpmath
 import numpy as np
-import oracles  # tests/ is on sys.path
 import pytest
 
 from explorer.queries.accuracy import DEFINITIONS, accuracy, ulp_distance, ulp_error, ulp_of, ulp_steps
+from tests.support import oracles
 
 
 def _float16_values() -> np.ndarray:
@@ -55,6 +55,7 @@ def test_numpy_float16_ulps_match_an_exhaustive_computation(name: str) -> None:
     assert emulated.max_ulp_error is not None and emulated.max_ulp_error <= 0.5
 
 
+@pytest.mark.slow
 def test_tensorflow_float16_exp_ulps_and_disagreements() -> None:
     from explorer.backends.tensorflow_backend import import_tensorflow
 

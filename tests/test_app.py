@@ -101,6 +101,7 @@ def test_state_observer_filter_and_unobserve() -> None:
 # ------------------------------------------------------------------------------------- widgets <-> state
 
 
+@pytest.mark.slow
 def test_import_app_is_light_and_app_without_tensorflow_does_not_import_it() -> None:
     code = (
         "import sys, explorer; assert 'ipywidgets' not in sys.modules; "
@@ -113,6 +114,7 @@ def test_import_app_is_light_and_app_without_tensorflow_does_not_import_it() -> 
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_widgets_write_to_state_and_follow_it(app: Any) -> None:
     c = app.controls
     c.dtypes.value = ("bfloat16", "float8_e4m3fn")
@@ -267,6 +269,7 @@ def test_ranges_shows_one_panel_per_selected_dtype_with_its_own_limits(app: Any)
     assert tab.export_link.value.count("download=") == 3
 
 
+@pytest.mark.slow
 def test_side_by_side_caps_the_panels_with_a_note(app: Any) -> None:
     from explorer.app.tab import MAX_PANELS
 
@@ -279,6 +282,7 @@ def test_side_by_side_caps_the_panels_with_a_note(app: Any) -> None:
         assert all(d in tab.status.value for d in many[MAX_PANELS:])
 
 
+@pytest.mark.slow
 def test_accuracy_shows_one_panel_per_dtype_with_its_own_numbers(app: Any) -> None:
     dtypes = ["float16", "bfloat16"]
     app.state.set(op="exp", dtypes=dtypes, backends=["numpy"])
@@ -466,8 +470,8 @@ def test_figure_export_png_and_svg(app: Any, tmp_path: Path) -> None:
 def test_kernels_tab_shows_the_registry_before_tensorflow_loads(app: Any) -> None:
     """The installed release's shipped registry answers while TensorFlow is not loaded (the
     fixture's App never loads it): cholesky's declared rows are those of a separate reading of
-    TensorFlow's registry (tests/registry_oracle.py)."""
-    from registry_oracle import oracle
+    TensorFlow's registry (tests/support/registry_oracle.py)."""
+    from tests.support.registry_oracle import oracle
 
     tab = app.select("kernels")
     assert not tab.needs_tensorflow
@@ -486,12 +490,11 @@ def test_kernels_tab_shows_the_registry_before_tensorflow_loads(app: Any) -> Non
 
 def test_kernels_heatmap_cells_match_a_separate_reading_of_the_registry(app: Any) -> None:
     """Every cell of the interactive heatmap (colour, glyph, hover text) against the registry read
-    by tests/registry_oracle.py; CPU and GPU columns side by side, GPU cells marked declared."""
-    from registry_oracle import oracle
-
+    by tests/support/registry_oracle.py; CPU and GPU columns side by side, GPU cells marked declared."""
     from explorer.ops import catalog
     from explorer.outcome import STATUSES
     from explorer.runtime.registry import get_registry
+    from tests.support.registry_oracle import oracle
 
     glyphs = {"ok": "+", "no_kernel": "N", "unsupported_dtype": "U"}
     colours = {"ok": "#44bbee", "no_kernel": "#cc0000", "unsupported_dtype": "#552211"}
@@ -843,6 +846,7 @@ def test_the_first_view_file_renders_verbatim_through_jinja(tmp_path: Path) -> N
         first_view_template("x" * (MAX_FIRST_VIEW_BYTES + 1))
 
 
+@pytest.mark.slow
 def test_the_first_view_file_is_the_default_apps_preview(tmp_path: Path) -> None:
     """``python -m explorer.app.preview FILE`` writes the default app's preview (its tables as
     ``App().preview_html()`` has them in this process) and leaves no temporary file; TensorFlow is
@@ -1072,6 +1076,7 @@ def test_probe_now_runs_in_the_background_and_explains_failures(tf_app: Any) -> 
     tf_app.state.set(mode="registry", backends=["tensorflow", "numpy", "emulated"])
 
 
+@pytest.mark.slow
 def test_probe_now_waits_for_a_worker_slot_of_the_machine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1079,13 +1084,11 @@ def test_probe_now_waits_for_a_worker_slot_of_the_machine(
     process (another visitor's kernel) holds the only one, the job waits and says so, starts no
     worker, and can be cancelled; once that process is gone it probes, the cell has the status a
     direct run gives, and the slot stays held while the probe workers live."""
-    from test_sweep_cache import HOLD_A_SLOT
-    from test_training_queue import _wait_until
-
     from explorer.app import App
     from explorer.backends import get_backend
     from explorer.runtime.probe import app_probe_sandbox
     from explorer.runtime.worker_slots import machine_slots
+    from tests.support.processes import HOLD_A_SLOT, wait_until
 
     monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("PX_WORKER_SLOTS", "1")
@@ -1098,13 +1101,13 @@ def test_probe_now_waits_for_a_worker_slot_of_the_machine(
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
         cancelled = tab.start_probe()
-        _wait_until(lambda: "waiting for a free worker slot" in cancelled.message, 30, "the wait said")
+        wait_until(lambda: "waiting for a free worker slot" in cancelled.message, 30, "the wait said")
         assert app_probe_sandbox().workers() == {}, "a worker started without a slot"
         cancelled.cancel()
         cancelled.wait(30)
         assert cancelled.status == "cancelled"
         job = tab.start_probe()
-        _wait_until(lambda: "waiting for a free worker slot" in job.message, 30, "the wait said again")
+        wait_until(lambda: "waiting for a free worker slot" in job.message, 30, "the wait said again")
     finally:
         holder.kill()
         holder.wait(10)
@@ -1168,7 +1171,7 @@ def _all_markup(widget: Any) -> list[str]:
 def test_hostile_snapshot_reaches_the_page_escaped(tf_app: Any, tmp_path: Path) -> None:
     """Payloads in every free-text column and the environment are shown as text, never as markup
     (checked with the standard library's HTML parser, not with the app's own escaping)."""
-    import hostile
+    from tests.support import hostile
 
     tab = tf_app.tabs["kernels"]
     tf_app.state.set(op="range", dtypes=["float16", "bfloat16"], mode="registry", device="CPU")
@@ -1193,7 +1196,7 @@ def test_hostile_snapshot_reaches_the_page_escaped(tf_app: Any, tmp_path: Path) 
 def test_hostile_snapshot_with_a_bad_name_is_refused_and_named(
     tf_app: Any, tmp_path: Path, column: str
 ) -> None:
-    import hostile
+    from tests.support import hostile
 
     path = hostile.write(tmp_path / f"bad-{column}.json", hostile.hostile_invalid_snapshots()[column])
     before = path.read_bytes()

@@ -1,7 +1,7 @@
 """Kernel availability: real registry, real sandbox runs, explanations, workarounds, cache, snapshots.
 
 The TensorFlow rows are checked against two independent paths: the registry oracle
-(``tests/registry_oracle.py``, its own reading of TensorFlow's registry) for what is declared,
+(``tests/support/registry_oracle.py``, its own reading of TensorFlow's registry) for what is declared,
 and a direct run of TensorFlow's public function in this test process for what runs.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from registry_oracle import Oracle, oracle
 
 from explorer.analysis.availability_rows import ROW_KEYS, AvailabilityRow
 from explorer.outcome import Status
@@ -22,6 +21,7 @@ from explorer.runtime.probe import Probe, run_probes
 from explorer.runtime.registry import Registry, get_registry
 from explorer.runtime.sandbox import Sandbox, default_sandbox
 from explorer.runtime.workaround_exec import workaround_result_dtype
+from tests.support.registry_oracle import Oracle, oracle
 
 RAN = ("ok", "fallback")
 SEED_OPS = ("range", "cholesky", "exp")
@@ -33,9 +33,7 @@ CPU_DEVICE_TYPE = {"eager": "CPU", "xla": "XLA_CPU_JIT"}
 FAILED_AS = {"no_kernel": "no_kernel", "unsupported_dtype": "unsupported_dtype", "ok": "error"}
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("cache_dir")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")
@@ -116,12 +114,14 @@ def _row(result: AvailabilityResult, **keys: str) -> dict:
     return rows[0]
 
 
+@pytest.mark.slow
 def test_rows_have_every_key(seed_result: AvailabilityResult) -> None:
     for r in seed_result.records():
         assert tuple(r) == ROW_KEYS
         assert r["status"] in [s.value for s in Status]
 
 
+@pytest.mark.slow
 def test_registry_rows_match_the_oracle(seed_result: AvailabilityResult, orc: Oracle) -> None:
     rows = seed_result.filter(backend="tensorflow", mode="registry").records(full=True)
     assert {(r["op"], r["dtype"], r["device"]) for r in rows} == {
@@ -132,6 +132,7 @@ def test_registry_rows_match_the_oracle(seed_result: AvailabilityResult, orc: Or
         assert r["status"] == r["declared"] == orc.declared(RAW[r["op"]], r["dtype"], r["device"]), r
 
 
+@pytest.mark.slow
 def test_seed_case_range_float16(
     seed_result: AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
@@ -157,6 +158,7 @@ def test_seed_case_range_float16(
     assert _row(seed_result, backend="numpy", op="range", dtype="float16", device="CPU")["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_every_tensorflow_cell_matches_a_direct_run(
     seed_result: AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
@@ -181,6 +183,7 @@ def test_every_tensorflow_cell_matches_a_direct_run(
     assert {o["disagreement"] for o in outcomes} == {True, False}
 
 
+@pytest.mark.slow
 def test_cholesky_float16_cpu(
     seed_result: AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
@@ -210,6 +213,7 @@ def test_cholesky_float16_cpu(
     assert xla["explanation"] == "cholesky runs natively in float16 on CPU under XLA with tensorflow."
 
 
+@pytest.mark.slow
 def test_cholesky_bfloat16_unsupported(
     seed_result: AvailabilityResult, orc: Oracle, direct: dict[tuple[str, str, str], bool]
 ) -> None:
@@ -231,6 +235,7 @@ def test_cholesky_bfloat16_unsupported(
         assert set(said.split(", ")) == allowed_floats
 
 
+@pytest.mark.slow
 def test_every_suggested_workaround_runs_in_the_requested_dtype(seed_result: AvailabilityResult) -> None:
     suggested = [r for r in seed_result.records(full=True) if r["workaround"]]
     assert suggested
@@ -239,6 +244,7 @@ def test_every_suggested_workaround_runs_in_the_requested_dtype(seed_result: Ava
         assert default_sandbox().call("tensorflow", workaround_result_dtype, code, timeout=120) == dtype
 
 
+@pytest.mark.slow
 def test_numpy_bfloat16_is_unsupported_with_a_workaround(seed_result: AvailabilityResult) -> None:
     r = _row(seed_result, backend="numpy", op="exp", dtype="bfloat16", device="CPU")
     assert r["status"] == "unsupported_dtype"
@@ -276,17 +282,17 @@ NUMPY_PROBES = [Probe("numpy", op, "float16", "CPU", "eager") for op in ("exp", 
     ("fault", "status", "error"),
     [
         ("segfault", "crashed", "SIGSEGV"),
-        ("hang", "timeout", "did not finish within 2 s"),
+        pytest.param("hang", "timeout", "did not finish within 2 s", marks=pytest.mark.slow),  # waits 2 s
         ("exit", "error", "SystemExit"),
     ],
 )
 def test_a_fault_loses_only_the_probe_it_happened_in(fault: str, status: str, error: str) -> None:
-    import _faults  # tests/ is on sys.path
+    from tests.support import faults
 
     box = Sandbox()
     try:
         # this worker (and only it: not the one that replaces it) misbehaves in the second probe
-        box.call("numpy", _faults.misbehave_in_backend, "numpy", {"log": fault}, timeout=60)
+        box.call("numpy", faults.misbehave_in_backend, "numpy", {"log": fault}, timeout=60)
         arrived: list[tuple[str, str]] = []
         out = run_probes(
             NUMPY_PROBES,
@@ -329,6 +335,7 @@ def test_run_probes_reports_each_record_as_it_arrives_and_leaves_no_temporary_fi
         run_probes(NUMPY_PROBES, probe_timeout=float("nan"), sandbox=box)
 
 
+@pytest.mark.slow
 def test_raw_op_without_catalog_entry_gets_registry_rows_only(reg: Registry, orc: Oracle) -> None:
     from explorer.ops import catalog
 
@@ -354,6 +361,7 @@ def test_bad_input_lists_valid_choices(reg: Registry) -> None:
         av.availability(ops=["exp"], devices=["TPU"], progress=False, registry=reg)
 
 
+@pytest.mark.slow
 def test_snapshot_save_load_diff(seed_result: AvailabilityResult, tmp_path) -> None:  # type: ignore[no-untyped-def]
     a_path = save_snapshot(seed_result, tmp_path / "a.json")
     loaded = load_snapshot(a_path)
@@ -372,6 +380,7 @@ def test_snapshot_save_load_diff(seed_result: AvailabilityResult, tmp_path) -> N
         load_snapshot(tmp_path / "c.json")
 
 
+@pytest.mark.slow
 def test_snapshots_without_a_phase_column_load_and_a_bad_phase_is_refused(
     seed_result: AvailabilityResult, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -423,6 +432,7 @@ def test_registry_gaps_and_only_on(reg: Registry, orc: Oracle) -> None:
     assert av.only_on("float16", "GPU", "CPU", registry=reg) == gpu_only
 
 
+@pytest.mark.slow
 def test_plots_and_table(seed_result: AvailabilityResult) -> None:
     from explorer.plots.availability import STATUS_COLORS, heatmap, heatmaps, styled_table
 

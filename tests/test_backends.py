@@ -14,7 +14,6 @@ import importlib.util
 from typing import Any
 
 import numpy as np
-import oracles  # tests/ is on sys.path
 import pytest
 from numpy._core._multiarray_umath import __cpu_features__
 
@@ -23,6 +22,7 @@ from explorer.backends.emulated import EmulatedBackend
 from explorer.formats import Format, all_formats, resolve
 from explorer.ops import Op, get_op, inputs_fit
 from explorer.outcome import Status
+from tests.support import oracles
 
 #: elementwise ops checked on every backend (unary, then binary)
 ELEMENTWISE = (

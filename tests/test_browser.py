@@ -5,8 +5,9 @@ changes the Kernels view; a screenshot of every tab goes to artifacts/screenshot
 (b) JupyterLab opens a copy of explorer.ipynb, runs it, a widget is changed and
 the output changes.
 
-Servers bind 127.0.0.1 on free ports and are always stopped.  Without Chromium or
-Playwright these tests skip, unless PX_REQUIRE_BROWSER=1 (CI), where they fail.
+Servers bind 127.0.0.1 on free ports and are always stopped (the ``browser`` and
+``voila_server`` fixtures are tests/conftest.py's).  Without Chromium or Playwright these
+tests skip, and fail in CI (tests/support/require.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -25,246 +25,35 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.browser
+from explorer.server.process_tree import stop_process_tree
+from tests.support.browser import keep_local
+from tests.support.net import free_port, wait_for_http
+from tests.support.page import (
+    HEATMAP_CELL,
+    ORIGINAL_ERROR,
+    TABS,
+    heatmap_signature,
+    img_src,
+    open_tab,
+    select_op,
+    set_dtypes,
+    shoot,
+    wait_for_heatmap_change,
+    wait_for_tab_content,
+)
+from tests.support.voila import VoilaServer
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("PX_CHROMIUM", "/usr/bin/chromium")
-SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
-#: Tabs in app order: (key, title).
-TABS = [
-    ("kernels", "Kernels"),
-    ("ranges", "Ranges"),
-    ("accuracy", "Accuracy"),
-    ("bits", "Bits"),
-    ("training", "Training"),
-    ("environment", "Environment"),
-    ("explain", "Explain"),
-]
-#: the error this project started from (TensorFlow 2.4.1), pasted into the Explain tab
-ORIGINAL_ERROR = (
-    "NotFoundError: Could not find device for node: {{node Range}} = Range[Tidx=DT_HALF]\n"
-    "All kernels registered for op Range:\n"
-    "  device='CPU'; Tidx in [DT_INT64]\n  device='CPU'; Tidx in [DT_INT32]\n"
-    "  device='CPU'; Tidx in [DT_DOUBLE]\n  device='CPU'; Tidx in [DT_FLOAT]\n [Op:Range]"
-)
 
 
-def _missing_browser() -> str:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install playwright)"
-    if not Path(CHROMIUM).exists():
-        return f"chromium not found at {CHROMIUM} (apt-get install chromium)"
-    return ""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    missing = _missing_browser()
-    if missing:
-        if os.environ.get("PX_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"PX_REQUIRE_BROWSER=1 but {missing}")
-        pytest.skip(missing)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 90.0) -> None:
-    """Until ``url`` answers (a ``tcp://host:port`` url: until the port accepts connections)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            if url.startswith("tcp://"):
-                host, port = url.removeprefix("tcp://").split(":")
-                socket.create_connection((host, int(port)), timeout=2).close()
-            else:
-                with urllib.request.urlopen(url, timeout=5):
-                    pass
-            return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError(f"server at {url} not ready after {timeout} s:\n{log.read_text()[-3000:]}")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-
-
-def shoot(page: Any, name: str) -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
-
-
-def img_src(page: Any, selector: str) -> str:
-    return str(page.eval_on_selector(selector, "el => el.getAttribute('src')"))
-
-
-#: a cell of the Kernels heatmap (bqplot GridHeatMap rects)
-HEATMAP_CELL = ".px-kernels-plot .px-heatmap-body rect.heatmapcell"
-
-#: in the page: what the Kernels heatmap shows (column and row labels, cell fills, glyphs)
-_HEATMAP_SIGNATURE = """() => {
-    const h = document.querySelector('.px-kernels-plot .px-heatmap');
-    if (h === null) return '';
-    const texts = sel => [...h.querySelectorAll(sel)].map(t => t.textContent).join('|');
-    const fills = [...h.querySelectorAll('rect.heatmapcell')].map(r => r.style.fill).join(',');
-    return [texts('.px-heatmap-header .tick text'), texts('.px-heatmap-body .tick text'), fills,
-            texts('.px-heatmap-body text.label, .px-heatmap-body .label text')].join('#');
-}"""
-
-
-def heatmap_signature(page: Any) -> str:
-    return str(page.evaluate(_HEATMAP_SIGNATURE))
-
-
-def wait_for_heatmap_change(page: Any, before: str, timeout_ms: int = 60_000) -> None:
-    page.wait_for_function(f"before => ({_HEATMAP_SIGNATURE})() !== before", arg=before, timeout=timeout_ms)
-
-
-def set_dtypes(page: Any, dtypes: list[str]) -> None:
-    """Select exactly ``dtypes``: in a multi-select, or by clicking toggle buttons (``.px-dtype-NAME``)."""
-    if page.locator(".px-dtypes select").count():
-        page.select_option(".px-dtypes select", dtypes)
-        return
-    for name in dtypes:  # select the wanted ones first: the selection is never empty
-        button = page.locator(f".px-dtype-{name}").first
-        if "mod-active" not in (button.get_attribute("class") or ""):
-            button.click()
-    active = page.eval_on_selector_all(
-        ".px-dtypes .px-toggle.mod-active",
-        "els => els.map(e => [...e.classList].find(c => c.startsWith('px-dtype-')).slice(9))",
-    )
-    for name in active:
-        if name not in dtypes:
-            page.locator(f".px-dtype-{name}").first.click()
-
-
-def select_op(page: Any, op: str) -> None:
-    """Pick ``op`` in the op dropdown (its labels read ``name  ·  group``)."""
-    value = page.eval_on_selector(
-        ".px-op select",
-        "(el, op) => [...el.options].find(o => o.textContent.trim().split(/\\s/)[0] === op).value",
-        op,
-    )
-    page.select_option(".px-op select", value=value)
-
-
-def open_tab(page: Any, title: str) -> None:
-    page.locator(".px-tabs .lm-TabBar-tab", has_text=title).first.click()
-
-
-def wait_for_tab_content(page: Any, key: str, timeout_ms: int) -> None:
-    """Until the tab shows a figure, a table, or a message that is not 'loading'."""
-    page.wait_for_function(
-        """key => {
-            const tab = document.querySelector('.px-tab-' + key);
-            if (!tab) return false;
-            const shown = '.px-plot img, .px-plot .px-heatmap, .px-details table, .px-details .px-msg';
-            if (tab.querySelector(shown)) return true;
-            const msg = tab.querySelector('.px-status .px-msg');
-            return msg !== null && !msg.classList.contains('px-msg-loading');
-        }""",
-        arg=key,
-        timeout=timeout_ms,
-    )
-
-
-# ---------------------------------------------------------------------------------------- Voila
-
-
-def kernel_children(pid: int) -> list[int]:
-    """Kernel processes (ipykernel) whose parent is ``pid``, read from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            if ppid == pid and b"ipykernel" in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-
-
-@pytest.fixture(scope="module")
-def voila_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    from explorer.cli.app import start_first_view, voila_command, voila_env, write_offline_template
-    from explorer.training.queue import DIR_ENV as TRAINING_QUEUE_DIR
-
-    tmp = tmp_path_factory.mktemp("voila")
-    port = free_port()
-    log = tmp / "voila.log"
-    cmd = voila_command(ROOT / "notebooks" / "explorer.ipynb", port)
-    template_root = write_offline_template(tmp / "share")
-    # as precision-explorer app does for its notebook; written before any page is asked for
-    assert start_first_view(template_root).wait() == 0, "the server's first view was not written"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd,
-            # a queue of its own: training runs elsewhere on the machine take none of its slots
-            env={**voila_env(template_root), TRAINING_QUEUE_DIR: str(tmp / "queue")},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-    try:
-        wait_for_http(f"tcp://127.0.0.1:{port}", proc, log)  # GET / would run the notebook
-        yield f"http://127.0.0.1:{port}/", proc
-    finally:
-        stop(proc)
-
-
-def test_voila_serves_the_app_and_dtype_changes_kernels_view(
-    browser: Any, voila_server: tuple[str, subprocess.Popen[bytes]]
-) -> None:
-    voila_url, proc = voila_server
+def test_voila_serves_the_app_and_dtype_changes_kernels_view(browser: Any, voila_server: VoilaServer) -> None:
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
     external: list[str] = []
-
-    def route(r: Any) -> None:
-        if r.request.url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:")):
-            r.continue_()
-        else:
-            external.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
+    keep_local(page, external)
     try:
-        page.goto(voila_url, timeout=120_000)
+        page.goto(voila_server.url, timeout=120_000)
         page.wait_for_selector(".px-app", timeout=120_000)
         # the Kernels heatmap appears once TensorFlow has loaded in the kernel
         page.wait_for_selector(HEATMAP_CELL, timeout=120_000)
@@ -341,13 +130,13 @@ def test_voila_serves_the_app_and_dtype_changes_kernels_view(
             assert shoot(page, f"voila-{key}").stat().st_size > 0
         assert not external, f"the page fetched from outside 127.0.0.1: {external}"
         if Path("/proc").exists():  # workshop mode: leaving the page shuts the visitor's kernel down
-            assert kernel_children(proc.pid), "no kernel for this visitor?"
+            assert voila_server.kernels(), "no kernel for this visitor?"
             page.unroute("**/*")  # an intercepted beacon would die with the page
             page.goto("about:blank")  # beforeunload: Voila's shutdown beacon (needs the xsrf setting)
             deadline = time.monotonic() + 30
-            while kernel_children(proc.pid) and time.monotonic() < deadline:
+            while voila_server.kernels() and time.monotonic() < deadline:
                 time.sleep(0.5)
-            assert kernel_children(proc.pid) == [], "Voila left the visitor's kernel running"
+            assert voila_server.kernels() == {}, "Voila left the visitor's kernel running"
     finally:
         page.close(run_before_unload=True)
 
@@ -363,17 +152,16 @@ VISIBLE_BUTTONS_JS = (
 
 @pytest.mark.parametrize("size", [(1024, 768), (1400, 1000)])
 def test_voila_no_button_label_is_truncated(
-    browser: Any, voila_server: tuple[str, subprocess.Popen[bytes]], size: tuple[int, int]
+    browser: Any, voila_server: VoilaServer, size: tuple[int, int]
 ) -> None:
     """At 1024x768 and 1400x1000, on every tab, no visible button of the app cuts its label
     (``scrollWidth <= clientWidth``), and the dtype toggles show all 16 formats."""
     from explorer.formats import FORMAT_NAMES
 
-    voila_url, _ = voila_server
     width, height = size
     page = browser.new_page(viewport={"width": width, "height": height})
     try:
-        page.goto(voila_url, timeout=120_000)
+        page.goto(voila_server.url, timeout=120_000)
         page.wait_for_selector(".px-app .px-dtypes .px-toggle", timeout=120_000)
         shown = page.eval_on_selector_all(
             ".px-dtypes .px-toggle", "els => els.filter(e => e.offsetParent !== null).length"
@@ -430,7 +218,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     ]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root, start_new_session=True
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for_http(f"{base}/api/status", proc, log)
@@ -441,7 +231,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         try:
             _delete_sessions(base)
         finally:
-            stop(proc)
+            stop_process_tree(proc)
 
 
 #: the directory each JupyterLab fixture serves, by base URL
@@ -514,7 +304,7 @@ def _expose_everything(page: Any) -> None:
 def _load_hostile_snapshots(page: Any) -> None:
     """Upload a valid snapshot carrying payloads in every free field (and its file name), then one
     snapshot per checked column with a payload there; assert each is shown as text or refused."""
-    import hostile
+    from tests.support import hostile
 
     page.wait_for_selector(HEATMAP_CELL, timeout=120_000)  # the registry view is drawn
     _upload(page, f"{hostile.SHORT_PAYLOAD}.json", hostile.hostile_valid_snapshot())
@@ -548,13 +338,10 @@ def _assert_nothing_ran(page: Any, root: Path) -> None:
     assert not list(root.rglob("pwned*")), "a payload wrote a file"
 
 
-def test_voila_shows_hostile_snapshots_as_text(
-    browser: Any, voila_server: tuple[str, subprocess.Popen[bytes]]
-) -> None:
-    voila_url, _ = voila_server
+def test_voila_shows_hostile_snapshots_as_text(browser: Any, voila_server: VoilaServer) -> None:
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     try:
-        page.goto(voila_url, timeout=120_000)
+        page.goto(voila_server.url, timeout=120_000)
         _load_hostile_snapshots(page)
         _assert_nothing_ran(page, ROOT)
         shoot(page, "voila-hostile-snapshot")

@@ -1,5 +1,5 @@
 """Every elementwise unary op's classification of every float16 and bfloat16 input, against the
-independent high-precision oracle of tests/oracles.py (:func:`oracles.unary_oracle`: mpmath,
+independent high-precision oracle of tests/support/oracles.py (:func:`oracles.unary_oracle`: mpmath,
 exact rationals and exact float64, rounded by the oracle's own ``round_exact``).
 
 What is checked, for each op and format:
@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import oracles  # tests/ is on sys.path
 import pytest
 
 from explorer.queries import ranges as R
+from tests.support import oracles
 
 FORMATS = ("float16", "bfloat16")
 OPS = tuple(oracles.UNARY)

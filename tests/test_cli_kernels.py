@@ -1,6 +1,6 @@
 """``precision-explorer kernels``: JSON rows, raw ops, GPU rows without a GPU, snapshots.
 
-What the rows say is checked against the registry oracle (``tests/registry_oracle.py``) and a
+What the rows say is checked against the registry oracle (``tests/support/registry_oracle.py``) and a
 direct run of TensorFlow's public function in this process; the printed workaround is run.
 """
 
@@ -14,19 +14,18 @@ import warnings
 from typing import Any
 
 import pytest
-from registry_oracle import Oracle, oracle
 
 from explorer.analysis.availability_rows import ROW_KEYS
 from explorer.cli import main
 from explorer.runtime.registry import get_registry
+from tests.support.registry_oracle import Oracle, oracle
+from tests.support.require import require_module
 
 CPU_DEVICE_TYPE = {"eager": "CPU", "xla": "XLA_CPU_JIT"}
 HOW = {"eager": "eagerly", "xla": "under XLA"}
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("cache_dir")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +108,7 @@ def test_seed_case_json(capsys, orc: Oracle) -> None:  # type: ignore[no-untyped
     assert [_runs_directly("range", mode) for mode in ("eager", "xla")] == [True, False]
 
 
+@pytest.mark.slow
 def test_cholesky_float16_explanation_and_workaround(capsys, tmp_path, orc: Oracle) -> None:  # type: ignore[no-untyped-def]
     """Eager Cholesky in float16 on CPU: no CPU kernel, an XLA one; the printed workaround runs."""
     snap = tmp_path / "chol.json"
@@ -257,7 +257,7 @@ def test_save_prints_a_summary_not_the_rows(capsys, tmp_path) -> None:  # type: 
 def test_live_tf_version_of_the_installed_release_equals_the_live_registry(capsys) -> None:  # type: ignore[no-untyped-def]
     """``--tf-version <installed>`` answers from the shipped file; the rows equal those of a
     registry read from TensorFlow in this process."""
-    pytest.importorskip("tensorflow")
+    require_module("tensorflow")
     import pandas as pd
 
     from explorer.analysis import releases

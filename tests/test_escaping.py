@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import html
 
-import hostile
 import pandas as pd
 import pytest
 
 from explorer.analysis.availability_rows import EXTRA_KEYS, ROW_KEYS
+from tests.support import hostile
 
 
 @pytest.mark.parametrize("payload", [*hostile.PAYLOADS, hostile.SHORT_PAYLOAD])

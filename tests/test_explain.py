@@ -24,6 +24,7 @@ from explorer.analysis import releases
 from explorer.analysis.error_text import MAX_TEXT_BYTES, PATTERNS, parse_error
 from explorer.cli import main
 from explorer.queries.diagnose import diagnose
+from tests.support.require import require_module
 
 # ------------------------------------------------------------------------------------ fixtures
 
@@ -262,9 +263,8 @@ print("FACTS " + json.dumps(facts))
 
 
 def require_tensorflow() -> None:
-    """Fail loudly (never skip) when TensorFlow is missing: these tests are about it."""
-    if importlib.util.find_spec("tensorflow") is None:
-        pytest.fail("TensorFlow is not installed; the explain tests that run it need it")
+    """TensorFlow is installed: these tests run it (they skip without it, and fail in CI)."""
+    require_module("tensorflow")
 
 
 def run_python(code: str, timeout: float = 300, script: Path | None = None) -> str:
@@ -400,6 +400,7 @@ def test_the_last_error_of_a_traceback_is_the_one_read() -> None:
     assert parsed is not None and parsed.raw_op == "Qr"
 
 
+@pytest.mark.slow
 def test_real_tensorflow_errors_raised_here(tf_run: dict[str, Any]) -> None:
     expected = {  # key: (kind, raw_op, op, dtype, device)
         "qr_bfloat16": ("attr_not_allowed", "Qr", "qr", "bfloat16", None),
@@ -434,6 +435,7 @@ def _kernel_pairs(kernels: list[Any], devices: set[str]) -> set[tuple[str, str]]
     return {(d, t) for d, c in kernels if d in devices for t in c.get("Tidx", ["*"])}
 
 
+@pytest.mark.slow
 def test_matching_releases_against_the_shipped_registries(original: dict[str, Any]) -> None:
     devices = {d for d, _ in ORIGINAL_KERNELS}
     listed = _kernel_pairs(ORIGINAL_KERNELS, devices)
@@ -449,6 +451,7 @@ def test_matching_releases_against_the_shipped_registries(original: dict[str, An
     assert matches["exact"] == []  # no shipped release (2.12+) is 2.4.1
 
 
+@pytest.mark.slow
 def test_history_and_first_release_from_the_shipped_registries(original: dict[str, Any]) -> None:
     statuses = {
         v: releases.release_registry(v).declared("Range", "float16", "CPU").value
@@ -461,6 +464,7 @@ def test_history_and_first_release_from_the_shipped_registries(original: dict[st
     assert first in original["explanation"] and "float32" in original["explanation"]
 
 
+@pytest.mark.slow
 def test_installed_release_really_has_range_float16_on_cpu(
     original: dict[str, Any], tf_run: dict[str, Any]
 ) -> None:
@@ -470,6 +474,7 @@ def test_installed_release_really_has_range_float16_on_cpu(
     assert original["installed"]["ran"] is True and original["installed"]["result_dtype"] == "float16"
 
 
+@pytest.mark.slow
 def test_the_workaround_runs_in_a_fresh_process_and_returns_float16(original: dict[str, Any]) -> None:
     work = original["workaround"]
     assert work["ran"] is True and work["result_dtype"] == "float16"
@@ -478,6 +483,7 @@ def test_the_workaround_runs_in_a_fresh_process_and_returns_float16(original: di
     assert "DTYPE float16" in out
 
 
+@pytest.mark.slow
 def test_keys_of_a_diagnosis(original: dict[str, Any]) -> None:
     keys = {
         "framework",
@@ -502,6 +508,7 @@ def test_keys_of_a_diagnosis(original: dict[str, Any]) -> None:
     json.dumps(original)  # plain data
 
 
+@pytest.mark.slow
 def test_signature_error_offers_float32_and_cast(tf_run: dict[str, Any]) -> None:
     d = diagnose(tf_run["qr_bfloat16"])
     assert d["installed"]["status"] == "unsupported_dtype"
@@ -509,6 +516,7 @@ def test_signature_error_offers_float32_and_cast(tf_run: dict[str, Any]) -> None
     assert d["workaround"]["ran"] is True and d["workaround"]["result_dtype"] == "bfloat16"
 
 
+@pytest.mark.slow
 def test_pytorch_and_jax_code_is_written_but_not_run_without_the_framework() -> None:
     for framework, text in (("torch", TORCH_TEXTS[2][1]), ("jax", JAX_TEXTS[0][1])):
         d = diagnose(text)
@@ -662,9 +670,8 @@ def test_app_tab_explains_the_original_error() -> None:
 
 
 def test_app_tab_escapes_hostile_text() -> None:
-    import hostile
-
     import explorer
+    from tests.support import hostile
 
     app = explorer.App(load_tensorflow=False, tab="explain")
     tab = app.tab("explain")

@@ -1,4 +1,4 @@
-"""Formats against the spec table typed from the standards (tests/oracles.py): facts, every
+"""Formats against the spec table typed from the standards (tests/support/oracles.py): facts, every
 bit pattern decoded and encoded, rounding from float64 and float32 against the oracle's
 integer rounding; names and aliases."""
 
@@ -10,7 +10,6 @@ from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
-import oracles  # tests/ is on sys.path
 import pytest
 
 from explorer.formats import (
@@ -22,6 +21,7 @@ from explorer.formats import (
     encode,
     resolve,
 )
+from tests.support import oracles
 
 FORMATS = list(all_formats())
 #: formats whose every bit pattern is decoded and encoded (tf32: 2**19 patterns)

@@ -22,7 +22,9 @@ sandbox is reached anyway.
 In CI the two tests run a fixed, derandomised number of examples (well under a minute in
 all).  For a bigger run with a tally per category::
 
-    python tests/test_fuzz.py --examples 2000      # or PX_FUZZ_EXAMPLES=2000 python tests/test_fuzz.py
+    python -m tests.test_fuzz --examples 2000      # or PX_FUZZ_EXAMPLES=2000 python -m tests.test_fuzz
+
+(from the repository's root).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+pytestmark = pytest.mark.usefixtures("cache_dir")  # tests/conftest.py: a cache of the fuzz's own
 
 #: examples per property in CI (the file runs in well under a minute on two cores)
 CI_CLI_EXAMPLES = 400
@@ -776,19 +780,6 @@ def files() -> Iterator[Files]:
         yield make_files(Path(tmp) / "inputs")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cache_dir() -> Iterator[None]:
-    """A cache directory of the fuzz's own (nothing read from or written to the user's)."""
-    with tempfile.TemporaryDirectory(prefix="px-fuzz-cache-") as tmp:
-        old = os.environ.get("PX_CACHE_DIR")
-        os.environ["PX_CACHE_DIR"] = tmp
-        yield
-        if old is None:
-            del os.environ["PX_CACHE_DIR"]
-        else:
-            os.environ["PX_CACHE_DIR"] = old
-
-
 def test_the_snapshot_of_the_grammar_loads(files: Files, capsys: Any) -> None:
     """The fuzz's snapshot is a valid one (else ``--load`` would only ever be refused)."""
     from explorer.cli import main
@@ -897,5 +888,4 @@ def _main() -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     sys.exit(_main())

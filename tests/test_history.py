@@ -2,7 +2,7 @@
 installed release served from its shipped file, and the app's history strip.
 
 Every status is checked against an independent reading: the shipped ``json.gz`` files parsed
-here with gzip and json (the minimal reader of ``test_releases.py``), and for the app also
+here with gzip and json (the minimal reader of ``tests/support/shipped_registries.py``), and for the app also
 ``release_registry(v).declared`` directly; never against the code under test.
 """
 
@@ -17,29 +17,27 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-import hostile
 import pytest
-from test_releases import CASES, _index, expected_status, raw
 
 from explorer.analysis import releases
 from explorer.cli import main
 from explorer.runtime import registry
+from tests.support import hostile
+from tests.support.shipped_registries import CASES, expected_status, index, raw
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the user's device name for a registry device type
 USER_DEVICE = {"CPU": "CPU", "GPU": "GPU"}
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("cache_dir")  # tests/conftest.py
 
 
 def shipped() -> list[str]:
     """The shipped releases, oldest first, read from the index (not from the code under test)."""
     from packaging.version import Version
 
-    return sorted((e["release"] for e in _index()["releases"]), key=Version)
+    return sorted((e["release"] for e in index()["releases"]), key=Version)
 
 
 def _document(capsys: Any, *argv: str) -> dict[str, Any]:
@@ -196,7 +194,8 @@ print(json.dumps(json.loads(out.getvalue())["environment"]))
         ["--op", "Range", "--dtype", "float16", "--tf-version", "2.15.0"],
         ["--op", "range", "--history"],
         ["--op", "Qr", "--history", "--mode", "xla"],
-        ["--op", "range", "--mode", "registry"],  # the installed release, no disk cache: its file
+        # the installed release, no disk cache: its file (reads TensorFlow's version: seconds)
+        pytest.param(["--op", "range", "--mode", "registry"], marks=pytest.mark.slow),
     ],
     ids=["tf-version", "history", "history-raw-op", "installed"],
 )
@@ -390,15 +389,13 @@ def test_history_strip_escapes_every_string_and_never_relies_on_colour_alone() -
     assert found.letters == ["+", "?", "-"]
 
 
+@pytest.mark.slow
 def test_bench_history_script_runs(tmp_path: Path) -> None:
     """The benchmark's figures come out (the numbers themselves are printed, not asserted)."""
-    script = str(ROOT / "benchmarks" / "bench_history.py")
     code = textwrap.dedent(
-        f"""
-        import importlib.util, sys
-        spec = importlib.util.spec_from_file_location("bench_history", {script!r})
-        module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
-        figures = module.run(repeats=1)
+        """
+        from benchmarks import bench_history
+        figures = bench_history.run(repeats=1)
         assert figures and all(value > 0 for _, value, _ in figures), figures
         """
     )

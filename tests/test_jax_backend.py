@@ -17,7 +17,6 @@ import importlib.util
 from typing import Any
 
 import numpy as np
-import oracles  # tests/ is on sys.path
 import pytest
 
 from explorer.backends import get_backend
@@ -26,6 +25,11 @@ from explorer.backends.silent import DISCONTINUOUS, judge, tolerance, wrong_resu
 from explorer.formats import resolve
 from explorer.ops import catalog, get_op
 from explorer.outcome import Outcome, Phase, Status
+from tests.support import oracles
+from tests.support.require import require_module
+
+#: slow tier: JAX's matrix: every op in every format, eagerly and under jit
+pytestmark = pytest.mark.slow
 
 WIDE = ("float16", "bfloat16", "float32", "float64")
 #: the narrow formats XLA's CPU client holds (float6 it cannot: see the float6 tests)
@@ -78,8 +82,8 @@ NORMWISE_EPS = {"float16": 4, "bfloat16": 4, "float32": 32, "float64": 64, **dic
 
 @pytest.fixture(scope="module")
 def jax() -> Any:
-    if importlib.util.find_spec("jax") is None or importlib.util.find_spec("jaxlib") is None:
-        pytest.fail("JAX is not installed; these tests need it: pip install jax", pytrace=False)
+    require_module("jax")
+    require_module("jaxlib")
     import jax
 
     return jax

@@ -11,25 +11,25 @@ logins get no server; and the idle-culler service stops the server nobody uses a
 (its process is gone from /proc, the culler says so in the log).  The hub's state, the
 users' directories, TMPDIR and Chromium's HOME all live in pytest's temporary directories.
 
-configurable-http-proxy (npm) must be on PATH: without it this fails.  Without Playwright or
-Chromium the browser test skips, unless PX_REQUIRE_BROWSER=1 (CI), where it fails.
+Without configurable-http-proxy (npm), JupyterHub, Playwright or Chromium the tests that need
+them skip, and fail in CI (tests/support/require.py).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-DEPLOY = ROOT / "deploy" / "jupyterhub"
+from deploy.jupyterhub import hub_session
+from tests.support.browser import keep_local
+from tests.support.page import select_op
+from tests.support.require import require_command, require_module
+
 APP_PATH = "voila/render/explorer.ipynb"
 #: The hub's culler for this test: servers idle this long are stopped (checked every few seconds).
 CULL_TIMEOUT_S = 30
@@ -42,45 +42,6 @@ PAGE_TIMEOUT_MS = 120_000
 APP_TIMEOUT_MS = 240_000
 
 
-def _load_hub_session() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("hub_session", DEPLOY / "hub_session.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["hub_session"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-hub_session = _load_hub_session()
-
-
-def _missing_browser() -> str:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install playwright)"
-    if not Path(hub_session.CHROMIUM).exists():
-        return f"chromium not found at {hub_session.CHROMIUM} (apt-get install chromium)"
-    return ""
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    missing = _missing_browser()
-    if missing:
-        if os.environ.get("PX_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"PX_REQUIRE_BROWSER=1 but {missing}")
-        pytest.skip(missing)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = hub_session.launch_browser(p, tmp_path_factory.mktemp("chromium-home"))
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, log: Callable[[], str]) -> None:
     """Poll ``condition`` every 0.5 s; fail with ``what`` and the hub log's tail after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
@@ -90,21 +51,11 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, log: 
         time.sleep(0.5)
 
 
-def select_op(page: Any, op: str) -> None:
-    """Pick ``op`` in the op dropdown (its labels read ``name  ·  group``)."""
-    value = page.eval_on_selector(
-        ".px-op select",
-        "(el, op) => [...el.options].find(o => o.textContent.trim().split(/\\s/)[0] === op).value",
-        op,
-    )
-    page.select_option(".px-op select", value=value)
-
-
 def start_login(browser: Any, hub: Any, user: str, external: list[str]) -> tuple[Any, Any]:
     """A fresh browser context for ``user``, logged in (the hub now starts the server); (context, page)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
-    hub_session.keep_local(page, external)
+    keep_local(page, external)
     hub_session.log_in(page, hub, user)
     return context, page
 
@@ -198,6 +149,8 @@ def check_rejected_logins(browser: Any, hub: Any) -> None:
 @pytest.mark.slow
 @pytest.mark.browser
 def test_each_attendee_gets_their_own_app_and_idle_servers_are_culled(browser: Any, tmp_path: Path) -> None:
+    require_module("jupyterhub")
+    require_command(hub_session.PROXY, hub_session.PROXY_INSTALL)
     overrides = {
         "PX_HUB_CULL_TIMEOUT": str(CULL_TIMEOUT_S),
         "PX_HUB_CULL_EVERY": str(CULL_EVERY_S),
@@ -245,6 +198,7 @@ def test_config_refuses_to_load_without_a_password_or_as_root_unasked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The config file, loaded as JupyterHub loads it (traitlets), stops with a message that says why."""
+    require_module("jupyterhub")
     from traitlets.config.loader import PyFileConfigLoader
 
     env, _ = hub_session.hub_environment(tmp_path, {})

@@ -49,10 +49,9 @@ OK_CELL = "numpy|exp|float16|CPU|eager"
 
 
 @pytest.fixture(autouse=True)
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "cache"
-    monkeypatch.setenv("PX_CACHE_DIR", str(directory))
-    return directory
+def cache(cache_dir: Path) -> Path:
+    """Every test's own PX_CACHE_DIR (tests/conftest.py's ``cache_dir``), by the name used here."""
+    return cache_dir
 
 
 @pytest.fixture(scope="module")
@@ -169,6 +168,7 @@ def _write_registry_cache(cache: Path) -> None:
     (cache / registry._disk_key()).write_text(json.dumps(REGISTRY_DATA))
 
 
+@pytest.mark.slow
 def test_two_concurrent_sweeps_in_two_processes_both_end_up_in_the_store(
     cache: Path, truth: dict[str, str]
 ) -> None:

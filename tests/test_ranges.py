@@ -8,12 +8,12 @@ from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
-import oracles  # tests/ is on sys.path
 import pytest
 
 from explorer.formats import all_formats, from_ordinals, ordinals, resolve
 from explorer.ops import Op, uniform
 from explorer.queries import ranges as R
+from tests.support import oracles
 
 ALL16 = np.arange(1 << 16, dtype=np.uint16)
 
@@ -67,7 +67,7 @@ def test_number_line_boundaries_match_the_casts(fmt) -> None:  # type: ignore[no
 
 @pytest.mark.parametrize("name", list(oracles.SPECS))
 def test_number_line_bounds_are_exact_and_say_whether_they_are_included(name: str) -> None:
-    """The bounds against the spec table and the oracle's integer rounding (tests/oracles.py)."""
+    """The bounds against the spec table and the oracle's integer rounding (tests/support/oracles.py)."""
     spec, t = oracles.SPECS[name], oracles.target(name)
     line = R.number_line(name)
     top = oracles.max_value(spec)

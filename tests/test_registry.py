@@ -1,6 +1,6 @@
 """explorer's reading of TensorFlow's kernel registry, checked against an independent one.
 
-The oracle (``tests/registry_oracle.py``) reads the same registry through other TensorFlow
+The oracle (``tests/support/registry_oracle.py``) reads the same registry through other TensorFlow
 APIs with its own code and rule; the explorer ``Registry`` under test is built here, from
 the oracle's protos, by ``registry_data`` (so the parsing is tested too, not a cached JSON).
 Hand-built OpDef/KernelDef protos pin each rule with answers worked out by hand, and a
@@ -16,7 +16,6 @@ import functools
 from typing import Any
 
 import pytest
-from registry_oracle import COMPUTE_DEVICE_TYPES, Oracle, Snapshot, oracle, snapshot
 
 from explorer.backends.tensorflow_registry import (
     DATA_VERSION,
@@ -26,6 +25,7 @@ from explorer.backends.tensorflow_registry import (
     registry_device,
 )
 from explorer.outcome import Status
+from tests.support.registry_oracle import COMPUTE_DEVICE_TYPES, Oracle, Snapshot, oracle, snapshot
 
 XLA_JIT = ("XLA_CPU_JIT", "XLA_GPU_JIT")
 
@@ -238,6 +238,7 @@ def test_live_reader_reads_what_the_oracle_reads(orc: Oracle) -> None:
     assert live["labelled_kernels_ignored"] == sum(1 for k in snap.kernel_list.kernel if k.label) > 0
 
 
+@pytest.mark.slow
 def test_live_reader_initialises_xla_itself_in_a_fresh_process() -> None:
     """In a process where nothing compiled with XLA yet (a sandbox worker), ``read_registry_data``
     still finds the XLA JIT kernels: it compiles a tiny function first."""

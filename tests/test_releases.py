@@ -4,8 +4,9 @@ Three independent checks:
 
 * the file of the installed TensorFlow equals what the live registry gives in this process,
   and a Registry built from it answers like the live one over the full matrix;
-* the histories of the cases below, from :mod:`explorer.analysis.releases`, equal those of
-  a separate minimal reader written here (it parses the JSON itself: the op's kernels for the
+* the histories of the cases of :data:`tests.support.shipped_registries.CASES`, from
+  :mod:`explorer.analysis.releases`, equal those of a separate minimal reader
+  (:mod:`tests.support.shipped_registries`: it parses the JSON itself: the op's kernels for the
   device type, DEFAULT included where TensorFlow uses it, and their constraint on the named
   data attribute);
 * for the installed release, the CPU cases are run in TensorFlow itself.
@@ -18,13 +19,11 @@ import hashlib
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from packaging.version import Version
 
-import explorer
 from explorer.analysis import releases
 from explorer.analysis.releases import (
     ABSENT,
@@ -36,69 +35,15 @@ from explorer.analysis.releases import (
     shipped_releases,
 )
 from explorer.backends.tensorflow_registry import Registry
-
-DATA_DIR = Path(explorer.__file__).parent / "data" / "registries"
-DEVICES = ("CPU", "GPU")
-#: (raw op, its data attribute, dtype, registry device type): the cases whose history matters
-CASES: list[tuple[str, str, str, str]] = [
-    ("Range", "Tidx", "float16", "CPU"),
-    ("FloorMod", "T", "float16", "CPU"),
-    ("RGBToHSV", "T", "bfloat16", "CPU"),
-    *[
-        (op, "T", dtype, device)
-        for op in ("Conv2D", "DepthwiseConv2dNative")
-        for dtype in ("float16", "bfloat16")
-        for device in DEVICES
-    ],
-    *[("Qr", "T", dtype, device) for dtype in ("float16", "bfloat16") for device in DEVICES],
-]
-
-
-# ---------------------------------------------------------------- a separate minimal reader
-
-
-def _index() -> dict[str, Any]:
-    index: dict[str, Any] = json.loads((DATA_DIR / "index.json").read_text(encoding="utf-8"))
-    return index
-
-
-def _raw(release: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(
-        gzip.decompress((DATA_DIR / f"tensorflow-{release}.json.gz").read_bytes())
-    )
-    return data
-
-
-_RAW: dict[str, dict[str, Any]] = {}
-
-
-def raw(release: str) -> dict[str, Any]:
-    if release not in _RAW:
-        _RAW[release] = _raw(release)
-    return _RAW[release]
-
-
-def expected_status(data: dict[str, Any], op: str, attr: str, dtype: str, device: str) -> str:
-    """The declared status, read straight from the JSON (the rule of the registry module's docstring)."""
-    if op not in data["ops"] or dtype not in data["float_dtypes"]:
-        return ABSENT
-    if not any(d == device for kernels in data["kernels"].values() for d, _ in kernels):
-        return ABSENT
-    allowed = data["ops"][op]["attrs"][attr]["allowed"]
-    if allowed is not None and dtype not in allowed:
-        return "unsupported_dtype"
-    serving = (device,) if device.endswith("_JIT") else (device, "DEFAULT")
-    for kernel_device, constraints in data["kernels"].get(op, []):
-        if kernel_device in serving and (attr not in constraints or dtype in constraints[attr]):
-            return "ok"
-    return "no_kernel"
-
+from tests.support import shipped_registries
+from tests.support.require import require_module
+from tests.support.shipped_registries import CASES, DATA_DIR, expected_status, raw
 
 # ---------------------------------------------------------------- the package data itself
 
 
 def test_the_index_lists_every_file_with_its_sha256_and_size() -> None:
-    index = _index()
+    index = shipped_registries.index()
     listed = {entry["file"] for entry in index["releases"]}
     assert listed == {p.name for p in DATA_DIR.glob("tensorflow-*.json.gz")}
     assert len(listed) >= 10
@@ -115,13 +60,13 @@ def test_the_index_lists_every_file_with_its_sha256_and_size() -> None:
 
 def test_shipped_releases_are_the_index_releases_oldest_first() -> None:
     shipped = shipped_releases()
-    assert shipped == sorted((e["release"] for e in _index()["releases"]), key=Version)
+    assert shipped == sorted((e["release"] for e in shipped_registries.index()["releases"]), key=Version)
     assert len(set(shipped)) == len(shipped)
     assert "2.21.0" in shipped
 
 
 def test_the_ops_index_was_built_from_the_shipped_files() -> None:
-    index = _index()
+    index = shipped_registries.index()
     ops_index = json.loads(gzip.decompress((DATA_DIR / index["ops_index"]["file"]).read_bytes()))
     assert ops_index["sources"] == {e["release"]: e["sha256"] for e in index["releases"]}
     assert releases._ops_index() is not None  # so history() reads it, not every file
@@ -150,7 +95,7 @@ def test_a_one_op_registry_answers_like_the_full_registry(release: str) -> None:
 
 @pytest.fixture(scope="module")
 def live() -> dict[str, Any]:
-    pytest.importorskip("tensorflow")
+    require_module("tensorflow")
     from explorer.backends.tensorflow_registry import read_registry_data
 
     data = read_registry_data()
@@ -206,7 +151,9 @@ def test_history_matches_the_minimal_reader(op: str, attr: str, dtype: str, devi
 
 def _run_on_cpu(op: str, dtype_name: str) -> str:
     """Run the raw op in TensorFlow on the CPU: "ok" when it runs in that dtype, else the status."""
-    tf = pytest.importorskip("tensorflow")
+    require_module("tensorflow")
+    import tensorflow as tf
+
     from explorer.backends.tensorflow_backend import import_tensorflow
 
     import_tensorflow()
@@ -317,7 +264,7 @@ def test_history_does_not_import_tensorflow() -> None:
 
 
 def test_release_source_names_the_release_and_its_capture_date() -> None:
-    for entry in _index()["releases"]:
+    for entry in shipped_registries.index()["releases"]:
         assert releases.release_source(entry["release"]) == (
             f"shipped {entry['release']} (captured {entry['captured']})"
         )

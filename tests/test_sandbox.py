@@ -15,11 +15,11 @@ import threading
 import time
 from pathlib import Path
 
-import _faults  # tests/ is on sys.path under pytest's default import mode
 import pytest
 
 from explorer.outcome import Status
 from explorer.runtime.sandbox import ItemResult, Sandbox, SandboxCrash, SandboxError, SandboxTimeout
+from tests.support import faults
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -35,13 +35,13 @@ def sandbox():
 @pytest.mark.parametrize(
     ("fault", "status", "signal_name"),
     [
-        (_faults.segfault, Status.CRASHED, "SIGSEGV"),
-        (_faults.abort, Status.CRASHED, "SIGABRT"),
-        (_faults.hang, Status.TIMEOUT, None),
+        (faults.segfault, Status.CRASHED, "SIGSEGV"),
+        (faults.abort, Status.CRASHED, "SIGABRT"),
+        pytest.param(faults.hang, Status.TIMEOUT, None, marks=pytest.mark.slow),  # waits out a timeout
     ],
 )
 def test_fault_becomes_outcome_and_worker_is_replaced(sandbox, fault, status, signal_name):
-    first_pid = sandbox.call("faults", _faults.pid, timeout=60)
+    first_pid = sandbox.call("faults", faults.pid, timeout=60)
     outcome = sandbox.outcome("faults", fault, timeout=3)
     assert outcome.status is status
     if signal_name:
@@ -50,24 +50,24 @@ def test_fault_becomes_outcome_and_worker_is_replaced(sandbox, fault, status, si
         assert "did not answer within 3 s" in outcome.error
     assert sandbox.replaced and sandbox.replaced[-1][0] == "faults"
     # the caller is alive and the next call gets a fresh worker
-    assert sandbox.call("faults", _faults.pid, timeout=60) != first_pid
-    assert sandbox.outcome("faults", _faults.fine, 7, timeout=60).status is Status.OK
+    assert sandbox.call("faults", faults.pid, timeout=60) != first_pid
+    assert sandbox.outcome("faults", faults.fine, 7, timeout=60).status is Status.OK
 
 
 def test_call_raises_typed_errors(sandbox):
     with pytest.raises(SandboxCrash) as crash:
-        sandbox.call("faults", _faults.segfault, timeout=60)
+        sandbox.call("faults", faults.segfault, timeout=60)
     assert crash.value.exitcode == -signal.SIGSEGV
     with pytest.raises(SandboxTimeout):
-        sandbox.call("faults", _faults.hang, timeout=1)
+        sandbox.call("faults", faults.hang, timeout=1)
 
 
 def test_worker_is_reused_and_exceptions_propagate(sandbox):
-    pids = {sandbox.call("faults", _faults.pid, timeout=60) for _ in range(3)}
+    pids = {sandbox.call("faults", faults.pid, timeout=60) for _ in range(3)}
     assert len(pids) == 1 and os.getpid() not in pids
     with pytest.raises(ValueError, match="bad value inside the worker"):
-        sandbox.call("faults", _faults.raise_value_error, timeout=60)
-    assert sandbox.call("faults", _faults.pid, timeout=60) in pids  # an exception keeps the worker
+        sandbox.call("faults", faults.raise_value_error, timeout=60)
+    assert sandbox.call("faults", faults.pid, timeout=60) in pids  # an exception keeps the worker
 
 
 def test_run_probes_a_backend_in_its_worker(sandbox):
@@ -87,17 +87,18 @@ def test_run_rejects_bad_names_before_starting_a_worker(sandbox):
     with pytest.raises(ValueError, match="Valid backends"):
         sandbox.run("mxnet", "exp", "float16")
     with pytest.raises(ValueError, match="positive"):
-        sandbox.call("x", _faults.pid, timeout=0)
+        sandbox.call("x", faults.pid, timeout=0)
     assert sandbox.workers() == {}
 
 
 # ------------------------------------------------------------------ Sandbox.map
 
 
+@pytest.mark.slow
 def test_map_hang_costs_only_its_item(sandbox):
     seen: list[ItemResult] = []
     start = time.monotonic()
-    results = sandbox.map("faults", _faults.behave, ["a", "hang", "b", "c"], 2, on_result=seen.append)
+    results = sandbox.map("faults", faults.behave, ["a", "hang", "b", "c"], 2, on_result=seen.append)
     elapsed = time.monotonic() - start
     assert [r.index for r in results] == [0, 1, 2, 3]
     assert seen == results  # every result was reported, in order
@@ -109,7 +110,7 @@ def test_map_hang_costs_only_its_item(sandbox):
 
 
 def test_map_crash_costs_only_its_item(sandbox):
-    results = sandbox.map("faults", _faults.behave, ["a", "segfault", "b"], 60)
+    results = sandbox.map("faults", faults.behave, ["a", "segfault", "b"], 60)
     assert results[0].ok and results[2].ok and not results[1].ok
     assert isinstance(results[1].error, SandboxCrash) and "SIGSEGV" in str(results[1].error)
     assert results[0].value[1] != results[2].value[1]
@@ -117,7 +118,7 @@ def test_map_crash_costs_only_its_item(sandbox):
 
 
 def test_map_exception_costs_its_item_and_keeps_the_worker(sandbox):
-    results = sandbox.map("faults", _faults.behave, ["a", "raise", "b"], 60)
+    results = sandbox.map("faults", faults.behave, ["a", "raise", "b"], 60)
     assert isinstance(results[1].error, ValueError)
     assert "bad value inside the worker" in str(results[1].error)
     assert results[0].value[1] == results[2].value[1]
@@ -131,41 +132,42 @@ def test_map_reports_each_result_while_the_batch_runs(sandbox, tmp_path):
         if result.index == 0:
             flag.touch()  # the second item waits for this file
 
-    results = sandbox.map("faults", _faults.behave, ["a", ("wait_for", str(flag))], 60, on_result=on_result)
+    results = sandbox.map("faults", faults.behave, ["a", ("wait_for", str(flag))], 60, on_result=on_result)
     assert results[1].value[0] == ("found", str(flag))
 
 
 def test_map_setup_runs_in_every_worker_it_starts(sandbox):
-    setup = functools.partial(_faults.set_env, "PX_FAULT_MARK", "set up")
-    results = sandbox.map("faults", _faults.behave, ["a", "segfault", "b"], 60, setup=setup)
+    setup = functools.partial(faults.set_env, "PX_FAULT_MARK", "set up")
+    results = sandbox.map("faults", faults.behave, ["a", "segfault", "b"], 60, setup=setup)
     assert results[0].value[2] == results[2].value[2] == "set up"
     assert results[0].value[1] != results[2].value[1]
     # a worker that is already running is used as it is
-    assert sandbox.map("faults", _faults.behave, ["c"], 60, setup=_faults.segfault)[0].value[2] == "set up"
+    assert sandbox.map("faults", faults.behave, ["c"], 60, setup=faults.segfault)[0].value[2] == "set up"
 
 
 def test_map_failed_setup_fails_every_item(sandbox):
-    results = sandbox.map("faults", _faults.behave, ["a", "b"], 60, setup=_faults.segfault)
+    results = sandbox.map("faults", faults.behave, ["a", "b"], 60, setup=faults.segfault)
     assert [type(r.error) for r in results] == [SandboxCrash, SandboxCrash]
     assert "during its setup" in str(results[0].error)
     assert sandbox.workers() == {}
-    assert sandbox.map("faults", _faults.behave, [], 60) == []
+    assert sandbox.map("faults", faults.behave, [], 60) == []
 
 
 # ------------------------------------------------------------ answers match requests
 
 
+@pytest.mark.slow
 def test_interrupted_call_never_delivers_its_answer(sandbox):
-    first_pid = sandbox.call("faults", _faults.pid, timeout=60)
+    first_pid = sandbox.call("faults", faults.pid, timeout=60)
     interrupt = threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     interrupt.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            sandbox.call("faults", _faults.sleep_then, "the interrupted call's answer", 3.0, timeout=60)
+            sandbox.call("faults", faults.sleep_then, "the interrupted call's answer", 3.0, timeout=60)
     finally:
         interrupt.join()
-    assert sandbox.call("faults", _faults.echo, "its own answer", timeout=60) == "its own answer"
-    assert sandbox.call("faults", _faults.pid, timeout=60) != first_pid
+    assert sandbox.call("faults", faults.echo, "its own answer", timeout=60) == "its own answer"
+    assert sandbox.call("faults", faults.pid, timeout=60) != first_pid
     assert sandbox.replaced[-1] == ("faults", "call interrupted by KeyboardInterrupt")
 
 
@@ -178,9 +180,9 @@ def test_map_stopped_by_its_callback_delivers_nothing_more(sandbox):
 
     items = ["first", ("wait_for", "/nonexistent/px-never"), "third"]
     with pytest.raises(RuntimeError, match="stop here"):
-        sandbox.map("faults", _faults.behave, items, 60, on_result=stop)
+        sandbox.map("faults", faults.behave, items, 60, on_result=stop)
     assert [r.index for r in seen] == [0]
-    assert sandbox.call("faults", _faults.echo, "its own answer", timeout=60) == "its own answer"
+    assert sandbox.call("faults", faults.echo, "its own answer", timeout=60) == "its own answer"
     assert sandbox.replaced[-1] == ("faults", "call interrupted by RuntimeError")
 
 
@@ -189,7 +191,7 @@ def test_a_reply_to_an_earlier_request_is_discarded():
 
     worker = _Worker("ids")
     try:
-        echo = pickle.dumps(_faults.echo)
+        echo = pickle.dumps(faults.echo)
         worker.send(echo, [pickle.dumps(("first",))])
         second = worker.send(echo, [pickle.dumps(("second",))])
         assert worker.receive(second, 60) == (0, "ok", "second")
@@ -199,23 +201,23 @@ def test_a_reply_to_an_earlier_request_is_discarded():
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, -1, 0, True, "3", None])
 def test_bad_timeout_is_rejected_before_anything_is_sent(sandbox, bad):
-    pid = sandbox.call("faults", _faults.pid, timeout=60)
+    pid = sandbox.call("faults", faults.pid, timeout=60)
     with pytest.raises(ValueError, match=f"got {bad!r}"):
-        sandbox.call("faults", _faults.echo, "never sent", timeout=bad)
+        sandbox.call("faults", faults.echo, "never sent", timeout=bad)
     with pytest.raises(ValueError, match=f"got {bad!r}"):
-        sandbox.map("faults", _faults.echo, ["never sent"], bad)
+        sandbox.map("faults", faults.echo, ["never sent"], bad)
     with pytest.raises(ValueError, match=f"got {bad!r}"):
         sandbox.run("numpy", "exp", "float16", timeout=bad)
-    assert sandbox.call("faults", _faults.echo, "its own answer", timeout=60) == "its own answer"
+    assert sandbox.call("faults", faults.echo, "its own answer", timeout=60) == "its own answer"
     assert sandbox.workers() == {"faults": pid}
     assert sandbox.replaced == []
 
 
 def test_unpicklable_function_fails_before_anything_is_sent(sandbox):
-    pid = sandbox.call("faults", _faults.pid, timeout=60)
+    pid = sandbox.call("faults", faults.pid, timeout=60)
     with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
         sandbox.call("faults", lambda: 1, timeout=60)
-    assert sandbox.call("faults", _faults.pid, timeout=60) == pid
+    assert sandbox.call("faults", faults.pid, timeout=60) == pid
 
 
 # ------------------------------------------------------------------ leaks
@@ -223,19 +225,19 @@ def test_unpicklable_function_fails_before_anything_is_sent(sandbox):
 
 @pytest.mark.parametrize("name", ["SystemExit", "KeyboardInterrupt", "GeneratorExit"])
 def test_base_exception_in_the_worker_comes_back_as_an_error(sandbox, name):
-    pid = sandbox.call("faults", _faults.pid, timeout=60)
+    pid = sandbox.call("faults", faults.pid, timeout=60)
     with pytest.raises(SandboxError, match=name) as raised:
-        sandbox.call("faults", _faults.raise_base, name, timeout=60)
+        sandbox.call("faults", faults.raise_base, name, timeout=60)
     assert type(raised.value) is SandboxError
-    outcome = sandbox.outcome("faults", _faults.raise_base, name, timeout=60)
+    outcome = sandbox.outcome("faults", faults.raise_base, name, timeout=60)
     assert outcome.status is Status.ERROR and name in outcome.error
-    assert sandbox.call("faults", _faults.pid, timeout=60) == pid  # the worker lives on
+    assert sandbox.call("faults", faults.pid, timeout=60) == pid  # the worker lives on
 
 
 def test_worker_output_stays_off_the_callers_stdout_and_stderr(sandbox, capfd):
-    assert sandbox.call("faults", _faults.chatter, "value", timeout=60) == "value"
+    assert sandbox.call("faults", faults.chatter, "value", timeout=60) == "value"
     with pytest.raises(SandboxCrash, match="last words before the abort"):
-        sandbox.call("faults", _faults.say_then_abort, "last words before the abort", timeout=60)
+        sandbox.call("faults", faults.say_then_abort, "last words before the abort", timeout=60)
     out, err = capfd.readouterr()
     assert "chatter" not in out + err
     assert "last words" not in out + err
@@ -243,15 +245,15 @@ def test_worker_output_stays_off_the_callers_stdout_and_stderr(sandbox, capfd):
 
 def test_worker_stderr_can_be_shown_for_debugging(sandbox, capfd, monkeypatch):
     monkeypatch.setenv("PX_SANDBOX_STDERR", "1")
-    sandbox.call("faults", _faults.chatter, "value", timeout=60)
+    sandbox.call("faults", faults.chatter, "value", timeout=60)
     out, err = capfd.readouterr()
     assert "chatter: fd 2" in err and "chatter: python stderr" in err
     assert "chatter" not in out
 
 
 def _driver(code: str, **kwargs) -> subprocess.Popen:  # type: ignore[no-untyped-def]
-    """A fresh Python process running ``code`` with the repo and tests/ importable."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(TESTS)]))
+    """A fresh Python process running ``code`` with the repository importable (explorer, tests.support)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env, text=True, **kwargs
     )
@@ -261,12 +263,12 @@ def test_probes_that_print_or_exit_leave_the_callers_json_and_exit_status_alone(
     driver = _driver(
         """
         import json
-        import _faults
+        from tests.support import faults
         from explorer.runtime.probe import Probe, run_probes
         from explorer.runtime.sandbox import Sandbox
 
         box = Sandbox()
-        box.call("numpy", _faults.misbehave_in_backend, "numpy", {"log": "chatter", "sqrt": "exit"})
+        box.call("numpy", faults.misbehave_in_backend, "numpy", {"log": "chatter", "sqrt": "exit"})
         probes = [Probe("numpy", op, "float16", "CPU", "eager") for op in ("exp", "log", "sqrt")]
         print(json.dumps(run_probes(probes, sandbox=box)))
         box.close()
@@ -325,12 +327,12 @@ def _running(pid: int) -> bool:
 def test_worker_dies_with_its_parent():
     driver = _driver(
         """
-        import _faults
+        from tests.support import faults
         from explorer.runtime.sandbox import Sandbox
 
         box = Sandbox()
-        print(box.call("k", _faults.pid, timeout=60), flush=True)
-        box.call("k", _faults.hang, timeout=600)
+        print(box.call("k", faults.pid, timeout=60), flush=True)
+        box.call("k", faults.hang, timeout=600)
         """,
         stdout=subprocess.PIPE,
     )
@@ -351,20 +353,21 @@ def test_worker_dies_with_its_parent():
 
 def test_worker_outlives_the_thread_that_started_it(sandbox):
     pids: list[int] = []
-    starter = threading.Thread(target=lambda: pids.append(sandbox.call("faults", _faults.pid, timeout=60)))
+    starter = threading.Thread(target=lambda: pids.append(sandbox.call("faults", faults.pid, timeout=60)))
     starter.start()
     starter.join()
     time.sleep(0.5)  # a parent-death signal tied to that thread would have fired by now
-    assert sandbox.call("faults", _faults.pid, timeout=60) == pids[0]
+    assert sandbox.call("faults", faults.pid, timeout=60) == pids[0]
     assert sandbox.replaced == []
 
 
 def slow_behave(item: object) -> object:
-    """:func:`_faults.behave` after a short sleep, so that every worker of a group gets items."""
+    """:func:`faults.behave` after a short sleep, so that every worker of a group gets items."""
     time.sleep(0.2)
-    return _faults.behave(item)
+    return faults.behave(item)
 
 
+@pytest.mark.slow
 def test_map_parallel_shares_items_among_workers_and_reports_in_the_calling_thread(sandbox):
     from explorer.runtime.sandbox import Group
 

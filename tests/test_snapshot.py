@@ -395,6 +395,7 @@ def _load_only_value_error(path: Path) -> None:
     assert _digest(path) == before
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(position=POSITIONS, value=JSON_VALUES)
 def test_random_values_in_snapshot_positions_only_raise_value_error(

@@ -5,14 +5,14 @@ axe-core accessibility check of every tab.
 Stories:
 
 1. the original question: ``tf.range(12, dtype=tf.float16)`` on CPU — the Kernels view's status
-   for Range/float16/CPU is what TensorFlow's live registry says (tests/registry_oracle.py), and
+   for Range/float16/CPU is what TensorFlow's live registry says (tests/support/registry_oracle.py), and
    the history strip shows each shipped release's status as read here from the shipped registry
    files, with the change at the first release that has the kernel;
 2. dtypes across CPU and GPU: MatrixInverse in float16, bfloat16 and float32 on CPU and GPU at
    once, each status as the live registry says, and one note that GPU cells are declared only;
 3. ranges for two dtypes: exp in float16 and bfloat16 side by side, each with its format's
    overflow threshold (ml_dtypes.finfo) and exp's first overflowing input (found here by rounding
-   exp of every finite value exactly, tests/oracles.py);
+   exp of every finite value exactly, tests/support/oracles.py);
 4. accuracy for two dtypes: NumPy's exp, its input count and largest ulp_steps per format, from
    NumPy run here against the exactly rounded reference;
 5. bits: 1000 in float8_e4m3fn is NaN, and the tab says why (its largest value, 448);
@@ -20,9 +20,8 @@ Stories:
 7. pasting the original error into the Explain tab: Range, float16, CPU, the history and the
    first release with the kernel (read here from the shipped files).
 
-Servers and pages come from tests/test_browser.py's fixtures (one Voila server per module).
-Without Chromium, Playwright or axe-core these tests skip, unless PX_REQUIRE_BROWSER=1 (CI),
-where they fail.
+Servers and pages come from tests/conftest.py's fixtures (one Voila server per module).
+Without Chromium, Playwright or axe-core these tests skip, and fail in CI (tests/support/require.py).
 """
 
 from __future__ import annotations
@@ -31,24 +30,19 @@ import gzip
 import importlib.metadata
 import json
 import re
-import subprocess
 import time
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import browser_support as bs
 import numpy as np
 import pytest
-from test_browser import (  # noqa: F401  (browser and voila_server are fixtures used here)
-    ORIGINAL_ERROR,
-    TABS,
-    browser,
-    open_tab,
-    select_op,
-    voila_server,
-)
+
+from tests.support import page as bs
+from tests.support.browser import BLOCKING_IMPACTS, axe_source, run_axe
+from tests.support.page import ORIGINAL_ERROR, TABS, open_tab, select_op
+from tests.support.voila import VoilaServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -99,8 +93,8 @@ def first_ok(history: tuple[tuple[str, str], ...]) -> str:
 
 @cache
 def live_registry() -> Any:
-    """tests/registry_oracle.py's reading of the installed TensorFlow (imports it: seconds)."""
-    import registry_oracle
+    """tests/support/registry_oracle.py's reading of the installed TensorFlow (imports it: seconds)."""
+    from tests.support import registry_oracle
 
     return registry_oracle.oracle()
 
@@ -139,7 +133,7 @@ def exp_facts(name: str, backend: str = "numpy") -> dict[str, float]:
     """For exp over every distinct finite value of ``name``: the first positive input whose exactly
     rounded result overflows, the input count, and ``backend``'s largest ulp_steps (the framework
     run here; inf one step past max; inputs where only one side is NaN left out)."""
-    import oracles
+    from tests.support import oracles
 
     x = oracles.finite_values(name)
     top = int(oracles.number_line_index(np.array([x.max()]), name)[0])
@@ -168,9 +162,9 @@ def exp_facts(name: str, backend: str = "numpy") -> dict[str, float]:
 
 
 @pytest.fixture()
-def app(browser: Any, voila_server: tuple[str, subprocess.Popen[bytes]]) -> Iterator[Any]:  # noqa: F811
+def app(browser: Any, voila_server: VoilaServer) -> Iterator[Any]:
     """A fresh visitor: a new page (its own kernel) showing the app."""
-    url, _ = voila_server
+    url = voila_server.url
     page = browser.new_page(viewport=VIEWPORT)
     try:
         page.goto(url, timeout=LOAD_MS)
@@ -670,14 +664,14 @@ def assert_range_rows_match_the_shipped_registry(page: Any, scope: str) -> None:
 
 
 def test_the_first_view_is_in_the_page_itself_and_gives_way_to_the_app(
-    browser: Any,  # noqa: F811
-    voila_server: tuple[str, subprocess.Popen[bytes]],  # noqa: F811
+    browser: Any,
+    voila_server: VoilaServer,
 ) -> None:
     """Issue 11, item 12: the server writes the Kernels tab's first view into the page, so it
     shows with JavaScript off, and each of its registry rows says what a separate reading of the
     shipped registry of the installed TensorFlow release says; with JavaScript on, it is hidden
     once the app is drawn."""
-    url, _ = voila_server
+    url = voila_server.url
     context = browser.new_context(java_script_enabled=False, viewport=VIEWPORT)
     try:
         page = context.new_page()
@@ -722,15 +716,15 @@ def _page_until(url: str, marker: bytes) -> bytes:
 
 
 def test_the_server_sends_the_first_view_before_the_kernel_starts(
-    browser: Any,  # noqa: F811
-    voila_server: tuple[str, subprocess.Popen[bytes]],  # noqa: F811
+    browser: Any,
+    voila_server: VoilaServer,
 ) -> None:
     """Issue 11, item 12, on a kernel that has not run the notebook yet: what the browser has
     when Voila starts the visitor's kernel (the page up to the kernel's id, which Voila writes
     once the kernel has started) already shows the first view, with the statuses a separate
     reading of the shipped registry gives; once the notebook's own copy has come, the server's
     copy is hidden and one first view shows."""
-    url, _ = voila_server
+    url = voila_server.url
     before_kernel = _page_until(url, b'id="jupyter-config-data"')
     assert b"px-first-view" in before_kernel, "no first view before the kernel started"
     context = browser.new_context(java_script_enabled=False, viewport=VIEWPORT)
@@ -793,14 +787,14 @@ def test_story_explain_the_original_error(app: Any) -> None:
 def test_axe_every_tab_has_no_serious_or_critical_violations(app: Any) -> None:
     """axe-core (WCAG 2 A and AA rules) on the app with each tab open; every violation is printed
     and written to artifacts/stories/axe.json, serious and critical ones fail."""
-    source = bs.axe_source()
+    source = axe_source()
     page = app
     report: dict[str, list[dict[str, Any]]] = {}
     for key, title in TABS:
         open_tab(page, title)
         page.wait_for_selector(f".px-tab-{key}", state="visible", timeout=LOAD_MS)
         page.wait_for_timeout(1_500)
-        found = bs.run_axe(page, source)
+        found = run_axe(page, source)
         report[key] = [
             {"id": v.id, "impact": v.impact, "nodes": v.nodes, "help": v.help, "targets": list(v.targets)}
             for v in found
@@ -811,7 +805,7 @@ def test_axe_every_tab_has_no_serious_or_critical_violations(app: Any) -> None:
     bs.STORIES.mkdir(parents=True, exist_ok=True)
     (bs.STORIES / "axe.json").write_text(bs.as_json(report))
     bad = {
-        k: [f"{v['impact']} {v['id']} ({v['nodes']})" for v in vs if v["impact"] in bs.BLOCKING_IMPACTS]
+        k: [f"{v['impact']} {v['id']} ({v['nodes']})" for v in vs if v["impact"] in BLOCKING_IMPACTS]
         for k, vs in report.items()
     }
     bad = {k: v for k, v in bad.items() if v}

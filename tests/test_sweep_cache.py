@@ -21,6 +21,7 @@ import pytest
 from explorer.queries.ranges import sweep
 from explorer.runtime import sweep_store as sweep_cache
 from explorer.runtime.sweep_store import SweepStore, WorkerRunner
+from tests.support.processes import HOLD_A_SLOT
 
 
 def every_float16() -> np.ndarray:
@@ -208,15 +209,6 @@ def test_the_store_keeps_at_most_max_entries(tmp_path: Path, monkeypatch: pytest
     assert store.load("k0", "emulated", 1, True) is None
     kept = store.load("k4", "emulated", 1, True)
     assert kept is not None and kept.result is not None and kept.result.tolist() == [4.0]
-
-
-HOLD_A_SLOT = """
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
-fcntl.flock(fd, fcntl.LOCK_EX)
-print("held", flush=True)
-time.sleep(600)
-"""
 
 
 def test_workers_of_the_whole_machine_share_the_slots(

@@ -11,13 +11,11 @@ skipped.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import warnings
 from typing import Any
 
 import numpy as np
-import oracles  # tests/ is on sys.path
 import pytest
 
 from explorer.backends import get_backend
@@ -26,6 +24,11 @@ from explorer.backends.torch_backend import COMPILE, classify_error
 from explorer.formats import resolve
 from explorer.ops import catalog, get_op
 from explorer.outcome import Phase, Status
+from tests.support import oracles
+from tests.support.require import require, require_module
+
+#: slow tier: PyTorch's matrix: every op in every format, eager and torch.compile
+pytestmark = pytest.mark.slow
 
 #: the formats PyTorch has a dtype for
 WIDE = ("float16", "bfloat16", "float32", "float64")
@@ -71,8 +74,7 @@ SEEDS = 4
 
 @pytest.fixture(scope="module")
 def torch() -> Any:
-    if importlib.util.find_spec("torch") is None:
-        pytest.fail("PyTorch is not installed; these tests need it: pip install torch", pytrace=False)
+    require_module("torch")
     import torch
 
     return torch
@@ -187,8 +189,8 @@ def test_formats_torch_lacks(torch):
 
 @pytest.fixture(scope="module")
 def compiler(torch) -> None:
-    if shutil.which("g++") is None and shutil.which("c++") is None:
-        pytest.fail("torch.compile on CPU needs a C++ compiler (g++); install one", pytrace=False)
+    needs = "torch.compile on CPU needs a C++ compiler (apt-get install g++)"
+    require(shutil.which("g++") or shutil.which("c++"), needs)
 
 
 #: (op, format) -> status under torch.compile on CPU, torch 2.13: Inductor generates C++ for

@@ -10,7 +10,6 @@ are not skipped.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -18,11 +17,15 @@ import textwrap
 from typing import Any
 
 import numpy as np
-import oracles  # tests/ is on sys.path
 import pytest
 
 from explorer.ops import catalog, get_op
 from explorer.runtime import torch_declared
+from tests.support import oracles
+from tests.support.require import require_module
+
+#: slow tier: PyTorch's OpInfo database read in workers (a fresh torch import)
+pytestmark = pytest.mark.slow
 
 _ORACLE = textwrap.dedent(
     """
@@ -42,16 +45,11 @@ _ORACLE = textwrap.dedent(
 )
 
 
-def _need(module: str, hint: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        pytest.fail(f"{module} is not installed; these tests need it: {hint}", pytrace=False)
-
-
 @pytest.fixture(scope="module")
 def opinfo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The module's data, read in its worker into a fresh disk cache."""
-    _need("torch", "pip install torch expecttest")
-    _need("expecttest", "pip install expecttest (PyTorch's test suite imports it)")
+    require_module("torch")
+    require_module("expecttest")
     mp = pytest.MonkeyPatch()
     mp.setenv("PX_CACHE_DIR", str(tmp_path_factory.mktemp("opinfo-cache")))
     mp.setattr(torch_declared, "_DATA", None)
@@ -64,8 +62,8 @@ def opinfo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def oracle() -> dict[str, dict[str, list[str]]]:
     """op_db read by this file's own code, in a subprocess."""
-    _need("torch", "pip install torch expecttest")
-    _need("expecttest", "pip install expecttest")
+    require_module("torch")
+    require_module("expecttest")
     done = subprocess.run([sys.executable, "-c", _ORACLE], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)

@@ -226,6 +226,7 @@ def test_runs_are_deterministic_for_a_seed() -> None:
     assert [s.loss for s in a.steps] != [s.loss for s in c.steps]
 
 
+@pytest.mark.slow
 def test_cancel_stops_between_steps() -> None:
     cancel = threading.Event()
     cancel.set()
@@ -280,6 +281,7 @@ def test_underflow_scenario_loss_scaling_rescues_float16() -> None:
 # ------------------------------------------------------------------ results, plots, CLI
 
 
+@pytest.mark.slow
 def test_result_json_and_plots(tmp_path) -> None:
     from explorer.plots.training import (
         plot_curves,
@@ -304,6 +306,7 @@ def test_result_json_and_plots(tmp_path) -> None:
         plot_curves(results, "speed")
 
 
+@pytest.mark.slow
 def test_cli_train_json_and_errors(capsys, tmp_path) -> None:
     from explorer.cli import main
 

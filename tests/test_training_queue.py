@@ -27,6 +27,7 @@ from explorer.training.queue import (
     default_slots,
     process_start_time,
 )
+from tests.support.processes import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 SPAWN = multiprocessing.get_context("spawn")
@@ -80,14 +81,6 @@ def _max_overlap(events: list[tuple[str, str, int]]) -> int:
     return peak
 
 
-def _wait_until(predicate: Any, seconds: float = 120.0, what: str = "") -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what or predicate}")
-        time.sleep(0.05)
-
-
 def _gone(pid: int) -> bool:
     """Not in /proc, or a zombie (read /proc directly, not through the code under test)."""
     try:
@@ -130,7 +123,7 @@ def test_tickets_start_first_come_first_served(tmp_path: Path) -> None:
         p = SPAWN.Process(target=_hold, args=(str(tmp_path), 1, label, str(log), 0.05))
         p.start()
         holders.append(p)
-        _wait_until(lambda n=i: len(queue.tickets()) == n + 2, what=f"{label}'s ticket")
+        wait_until(lambda n=i: len(queue.tickets()) == n + 2, what=f"{label}'s ticket")
     third = queue.tickets()[3]
     assert third.label == "v2" and third.state == "waiting"
     queue.leave(blocker)
@@ -147,7 +140,7 @@ def test_a_sigkilled_holder_frees_its_slot(tmp_path: Path) -> None:
     log = tmp_path / "log"
     holder = SPAWN.Process(target=_hold_forever, args=(str(tmp_path), 1, str(log)))
     holder.start()
-    _wait_until(lambda: log.exists() and "holding" in log.read_text(), what="the holder")
+    wait_until(lambda: log.exists() and "holding" in log.read_text(), what="the holder")
     queue = TrainingQueue(tmp_path, slots=1)
     mine = queue.enter("next")
     place = queue.try_start(mine)
@@ -187,7 +180,7 @@ def test_cancel_while_waiting_removes_the_ticket(tmp_path: Path) -> None:
         )
     )
     waiter.start()
-    _wait_until(lambda: bool(places), what="a place")
+    wait_until(lambda: bool(places), what="a place")
     assert places[0].describe() == "waiting: 1st in the queue, 1 run training (1 slot)"
     cancel.set()
     waiter.join(60)
@@ -354,7 +347,7 @@ def test_comparisons_queue_together_and_cancel_kills_the_workers(tmp_path: Path)
         )
     )
     runner.start()
-    _wait_until(lambda: any(s.policy == "fp8_emulated" and s.state == "training" for s in seen), 300)
+    wait_until(lambda: any(s.policy == "fp8_emulated" and s.state == "training" for s in seen), 300)
     waiting = [s for s in seen if s.policy == "float32" and s.state == "queued" and s.place is not None]
     assert waiting and waiting[-1].place.describe() == "waiting: 1st in the queue, 1 run training (1 slot)"
     pid = next(s.pid for s in seen if s.pid is not None)
@@ -396,13 +389,13 @@ def test_workers_die_when_their_parent_is_killed(tmp_path: Path) -> None:
     )
     try:
         two = lambda: pids_file.exists() and len(json.loads(pids_file.read_text() or "{}")) == 2
-        _wait_until(two, 300, "2 workers")
+        wait_until(two, 300, "2 workers")
         pids = list(json.loads(pids_file.read_text()).values())
         assert not any(_gone(pid) for pid in pids)
         assert len(TrainingQueue(tmp_path, slots=2).tickets()) == 2
         parent.send_signal(signal.SIGKILL)
         parent.wait(60)
-        _wait_until(lambda: all(_gone(pid) for pid in pids), 60, "the workers to die with their parent")
+        wait_until(lambda: all(_gone(pid) for pid in pids), 60, "the workers to die with their parent")
         assert TrainingQueue(tmp_path, slots=2).tickets() == []  # stale tickets removed
     finally:
         parent.kill()
@@ -429,14 +422,12 @@ def test_app_dry_run_shows_the_training_slots(capsys: pytest.CaptureFixture[str]
 
 @pytest.mark.slow
 def test_every_kernel_of_the_app_gets_the_training_slots(tmp_path: Path) -> None:
-    from test_voila_server import get, start_app, stop_app
+    from tests.support.voila import http_get, running_app, write_notebook
 
-    server = start_app(tmp_path, "--training-slots", "3")
-    try:
-        status, _, _ = get(server.port, "/")
+    notebook = write_notebook(tmp_path / "tiny.ipynb")
+    with running_app(tmp_path, "--training-slots", "3", notebook=notebook) as server:
+        status, _, _ = http_get(server.port, "/")
         assert status == 200
         [kernel] = server.wait_for_kernels(1)
         environ = Path(f"/proc/{kernel}/environ").read_bytes().split(b"\0")
         assert b"PX_TRAINING_SLOTS=3" in environ
-    finally:
-        stop_app(server)

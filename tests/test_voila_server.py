@@ -11,139 +11,39 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import http.client
 import json
 import os
 import re
 import signal
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from explorer.server.process_tree import descendants, is_alive
+from tests.support import voila
+from tests.support.voila import SLIDER_CELL, VoilaServer, write_notebook
+from tests.support.voila import http_get as get
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK_CELL = "import ipywidgets\nipywidgets.IntSlider(3)"
-
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
-
-
-def write_notebook(path: Path, cell: str = NOTEBOOK_CELL) -> Path:
-    """A one-cell notebook (by default a slider): a page load is quick and starts one kernel."""
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(cell)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
-    return path
+pytestmark = [
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)"),
+]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Server:
-    """A running ``precision-explorer app``."""
-
-    proc: subprocess.Popen[bytes]
-    port: int
-    log: Path
-    tmpdir: Path
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def kernels(self) -> dict[int, int]:
-        """The server's kernel processes, ``{pid: start time}``."""
-        found = {}
-        for pid, started in descendants(self.proc.pid).items():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"ipykernel" in cmdline:
-                found[pid] = started
-        return found
-
-    def wait_for_kernels(self, count: int, timeout: float = 60.0) -> dict[int, int]:
-        deadline = time.monotonic() + timeout
-        while len(kernels := self.kernels()) != count and time.monotonic() < deadline:
-            time.sleep(0.3)
-        assert len(kernels) == count, f"expected {count} kernels, found {kernels}:\n{self.log_text()[-3000:]}"
-        return kernels
-
-
-def start_app(tmp: Path, *options: str, cell: str = NOTEBOOK_CELL) -> Server:
-    """``python -m explorer app`` on a free port, serving a one-cell notebook; returns once the
-    port accepts connections."""
-    port = free_port()
-    tmpdir = tmp / "tmp"
-    tmpdir.mkdir()
+def start_app(tmp: Path, *options: str, cell: str = SLIDER_CELL) -> VoilaServer:
+    """``python -m explorer app`` with ``options`` serving a one-cell notebook (by default a
+    slider: a page load is quick and starts one kernel); returns once the port accepts connections."""
     notebook = write_notebook(tmp / "tiny.ipynb", cell)
-    log = tmp / "app.log"
-    cmd = [sys.executable, "-m", "explorer", "app", "--notebook", str(notebook), "--port", str(port)]
-    env = {**os.environ, "TMPDIR": str(tmpdir), "TF_CPP_MIN_LOG_LEVEL": "2"}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [*cmd, "--no-browser", *options], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT
-        )
-    server = Server(proc, port, log, tmpdir)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"app exited with {proc.returncode}:\n{server.log_text()[-3000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=2).close()
-            return server
-        except OSError:
-            time.sleep(0.3)
-    stop_app(server)
-    raise RuntimeError(f"app not listening after 90 s:\n{server.log_text()[-3000:]}")
+    return voila.start_app(tmp, *options, notebook=notebook, timeout=90)
 
 
-def stop_app(server: Server) -> None:
-    """SIGTERM, and if that fails, SIGKILL for the app and everything it started."""
-    if server.proc.poll() is not None:
-        return
-    tree = descendants(server.proc.pid)
-    server.proc.send_signal(signal.SIGTERM)
-    try:
-        server.proc.wait(60)
-    except subprocess.TimeoutExpired:
-        server.proc.kill()
-        server.proc.wait(10)
-    for pid, started in tree.items():
-        if is_alive(pid, started):
-            os.kill(pid, signal.SIGKILL)
-
-
-def get(port: int, path: str = "/", host: str | None = None) -> tuple[int, dict[str, str], str]:
-    """GET ``path`` from 127.0.0.1:port with the given Host header: (status, headers, body)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    try:
-        conn.request("GET", path, headers={"Host": host or f"127.0.0.1:{port}"})
-        resp = conn.getresponse()
-        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read().decode(errors="replace")
-    finally:
-        conn.close()
-
-
-def get_once_a_slot_is_free(server: Server, timeout: float = 30.0) -> tuple[int, dict[str, str], str]:
+def get_once_a_slot_is_free(server: VoilaServer, timeout: float = 30.0) -> tuple[int, dict[str, str], str]:
     """GET ``/``, retrying while it answers 503.
 
     A culled kernel's process ends before the kernel manager forgets it, so the slot frees
-    a moment after :meth:`Server.wait_for_kernels` sees no kernel.
+    a moment after :meth:`VoilaServer.wait_for_kernels` sees no kernel.
     """
     deadline = time.monotonic() + timeout
     while (answer := get(server.port, "/"))[0] == 503 and time.monotonic() < deadline:
@@ -161,7 +61,7 @@ def kernel_id(page: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VoilaServer]:
     app = start_app(
         tmp_path_factory.mktemp("voila-server"),
         "--max-kernels=1",
@@ -172,7 +72,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     try:
         yield app
     finally:
-        stop_app(app)
+        app.stop()
 
 
 @pytest.mark.slow
@@ -180,7 +80,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.mark.parametrize(
     "host", ["evil.example.com", "evil.example.com:{port}", "localhost.evil.example.com"]
 )
-def test_a_foreign_host_gets_403_and_no_kernel(server: Server, host: str, path: str) -> None:
+def test_a_foreign_host_gets_403_and_no_kernel(server: VoilaServer, host: str, path: str) -> None:
     status, headers, body = get(server.port, path, host=host.format(port=server.port))
     assert status == 403
     assert headers["content-type"].startswith("text/plain")
@@ -191,13 +91,13 @@ def test_a_foreign_host_gets_403_and_no_kernel(server: Server, host: str, path: 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("host", ["localhost:{port}", "[::1]:{port}", "workshop.example.org", "127.0.0.1"])
-def test_allowed_hosts_are_served(server: Server, host: str) -> None:
+def test_allowed_hosts_are_served(server: VoilaServer, host: str) -> None:
     status, _, body = get(server.port, "/voila/static/voila.js", host=host.format(port=server.port))
     assert status == 200 and body
 
 
 @pytest.mark.slow
-def test_a_visitor_past_max_kernels_gets_the_full_page_and_no_kernel(server: Server) -> None:
+def test_a_visitor_past_max_kernels_gets_the_full_page_and_no_kernel(server: VoilaServer) -> None:
     server.wait_for_kernels(0)
     status, _, page = get(server.port, "/", host=f"127.0.0.1:{server.port}")
     assert status == 200, page[-2000:]
@@ -220,7 +120,7 @@ def test_a_visitor_past_max_kernels_gets_the_full_page_and_no_kernel(server: Ser
     assert server.log_text().count("Kernel started") == 2
 
 
-def wait_for_log(server: Server, text: str, count: int, timeout: float = 90.0) -> None:
+def wait_for_log(server: VoilaServer, text: str, count: int, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while server.log_text().count(text) < count and time.monotonic() < deadline:
         time.sleep(0.3)
@@ -258,7 +158,7 @@ def test_a_preheated_pool_serves_run_pages_and_refills_only_within_the_cap(tmp_p
         assert len(app.wait_for_kernels(3)) == 3
         assert app.log_text().count("Kernel started") == 3, app.log_text()[-3000:]
     finally:
-        stop_app(app)
+        app.stop()
 
 
 #: a cell that appends "start end" (seconds since the epoch) to the file $PX_TEST_STAMPS
@@ -285,14 +185,14 @@ def test_pooled_kernels_run_the_notebook_one_per_core_at_a_time(
         wait_for_log(app, POOL_READY, pool, timeout=120)
         assert f"{pool} of {pool} ready" in app.log_text()
     finally:
-        stop_app(app)
+        app.stop()
     runs = [tuple(map(float, line.split())) for line in stamps.read_text().splitlines()]
     assert len(runs) == pool
     most_at_once = max(sum(1 for a, b in runs if a <= t < b) for t, _ in runs)
     assert most_at_once <= (os.cpu_count() or 1), runs
 
 
-async def _stay_connected_until_culled(server: Server, kid: str, timeout: float) -> float:
+async def _stay_connected_until_culled(server: VoilaServer, kid: str, timeout: float) -> float:
     """Open the kernel's websocket like a browser tab, talk once, then idle until the kernel is gone.
 
     Returns the seconds the connection stayed open while waiting.
@@ -328,7 +228,7 @@ async def _stay_connected_until_culled(server: Server, kid: str, timeout: float)
 
 
 @pytest.mark.slow
-def test_a_connected_idle_kernel_is_culled(server: Server) -> None:
+def test_a_connected_idle_kernel_is_culled(server: VoilaServer) -> None:
     server.wait_for_kernels(0)
     status, _, page = get_once_a_slot_is_free(server)
     assert status == 200
@@ -360,7 +260,7 @@ def test_a_signal_stops_voila_every_kernel_and_removes_the_temp_dir(tmp_path: Pa
         assert left == [], f"still running after the app exited: {left}"
         assert list(app.tmpdir.iterdir()) == []
     finally:
-        stop_app(app)
+        app.stop()
 
 
 def test_dry_run_creates_nothing(

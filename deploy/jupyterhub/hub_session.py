@@ -10,6 +10,10 @@ sessions of their own and are re-parented once their server dies), and
 
 The rest reads ``/proc`` directly: which process is a user's server (its ``JUPYTERHUB_USER``),
 its kernels, their resident memory and their resource limits.  Linux only.
+
+A test-session driver, not part of the deployment: it uses the tests' helpers
+(:mod:`tests.support`), so it is imported from the repository's root
+(``from deploy.jupyterhub import hub_session``); ``jupyterhub_config.py`` imports none of it.
 """
 
 from __future__ import annotations
@@ -18,32 +22,22 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from explorer.server.process_tree import descendants, stop_process_tree
+from tests.support.net import free_port, wait_for_http
 
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE / "jupyterhub_config.py"
-CHROMIUM = os.environ.get("PX_CHROMIUM", "/usr/bin/chromium")
-BROWSER_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
+#: the proxy JupyterHub starts (npm), and how to get it
+PROXY = "configurable-http-proxy"
+PROXY_INSTALL = "npm install -g configurable-http-proxy"
 #: The shared password the harness gives its hub (8 characters at least, as the config asks).
 PASSWORD = "px-workshop-test"
 #: Seconds the hub gets to stop its servers and services after SIGTERM, before SIGKILL.
@@ -53,20 +47,10 @@ _PROC = Path("/proc")
 
 def require_proxy() -> str:
     """Path of ``configurable-http-proxy``; RuntimeError saying how to install it when it is missing."""
-    found = shutil.which("configurable-http-proxy")
+    found = shutil.which(PROXY)
     if not found:
-        raise RuntimeError(
-            "configurable-http-proxy is not on PATH: JupyterHub cannot start without it "
-            "(npm install -g configurable-http-proxy)"
-        )
+        raise RuntimeError(f"{PROXY} is not on PATH: JupyterHub cannot start without it ({PROXY_INSTALL})")
     return found
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _cmdline(pid: int) -> bytes:
@@ -207,18 +191,9 @@ def hub_environment(tmp: Path, overrides: Mapping[str, str]) -> tuple[dict[str, 
 
 def wait_until_ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 90.0) -> None:
     """Until ``GET url`` answers JupyterHub's API version (RuntimeError with the log tail otherwise)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"jupyterhub exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
-                if "version" in json.loads(answer.read()):
-                    return
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"jupyterhub not ready at {url} after {timeout} s:\n{log.read_text()[-4000:]}")
+    wait_for_http(
+        url, proc, log, timeout, ready=lambda body: "version" in json.loads(body), name="jupyterhub"
+    )
 
 
 def _watch(hub: Hub, stop: threading.Event) -> None:
@@ -262,27 +237,6 @@ def running_hub(tmp: Path, overrides: Mapping[str, str] | None = None) -> Iterat
         watcher.join(5)
         hub.known.update(descendants(proc.pid))
         stop_process_tree(proc, hub.known, grace_s=HUB_STOP_GRACE_S)
-
-
-def launch_browser(playwright: Any, home: Path) -> Any:
-    """Debian's Chromium, headless, with the project's flags; it writes its profile files under ``home``."""
-    env = {**os.environ, "HOME": str(home)}
-    for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
-        env.pop(name, None)
-    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS, env=env)
-
-
-def keep_local(page: Any, external: list[str]) -> None:
-    """Let ``page`` reach 127.0.0.1 only; every other URL it asks for is refused and noted in ``external``."""
-
-    def route(r: Any) -> None:
-        if r.request.url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:")):
-            r.continue_()
-        else:
-            external.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
 
 
 def log_in(page: Any, hub: Hub, user: str, password: str | None = None) -> None:

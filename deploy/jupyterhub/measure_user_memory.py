@@ -1,6 +1,6 @@
 """Measure the memory one attendee's server takes on the shipped JupyterHub config.
 
-    python deploy/jupyterhub/measure_user_memory.py [--settle-s 90] [--json]
+    python -m deploy.jupyterhub.measure_user_memory [--settle-s 90] [--json]   # from the repository root
 
 Starts the hub (``jupyterhub_config.py``, loopback, a temporary directory), logs one user in
 through the login form in Chromium, waits for the app (``.px-app``) and reads, from
@@ -25,9 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import hub_session  # a sibling module, importable once its folder is on the path
+from deploy.jupyterhub import hub_session
+from tests.support.browser import launch
 
 USER = "visitor"
 #: Relative growth over :data:`SETTLE_WINDOW_S` below which the memory counts as settled.
@@ -58,7 +57,7 @@ def measure(settle_s: float) -> dict[str, Any]:
         hub_session.running_hub(Path(tmp)) as hub,
         sync_playwright() as p,
     ):
-        browser = hub_session.launch_browser(p, Path(tmp))
+        browser = launch(p, Path(tmp))
         try:
             page = browser.new_context().new_page()
             hub_session.log_in(page, hub, USER)

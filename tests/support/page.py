@@ -1,8 +1,15 @@
-"""Helpers for the real-browser story tests and the browser benchmark (Playwright + Chromium).
+"""The app's page in a real browser: driving its controls and reading what a user sees.
 
-* :func:`axe_source` / :func:`run_axe`: axe-core (npm, ``npm install -g axe-core``) injected into
-  the page, run on the app's element with the WCAG 2 A/AA rules; violations grouped by impact.
-* :func:`shoot_story`: a full-page screenshot to ``artifacts/stories/<story>.png``.
+For the real-browser tests (tests/test_browser.py, tests/test_stories.py) and the browser
+benchmarks; the browser itself (Chromium, its flags, axe-core) is :mod:`tests.support.browser`.
+
+* the app's controls: :data:`TABS`, :func:`open_tab`, :func:`select_op`, :func:`set_dtypes`,
+  :func:`choose` / :func:`chosen`, the Kernels heatmap (:data:`HEATMAP_CELL`,
+  :func:`heatmap_signature`, :func:`wait_for_heatmap_change`), :func:`wait_for_tab_content`;
+* :func:`shoot` / :func:`shoot_story`: screenshots to ``artifacts/screenshots/`` and
+  ``artifacts/stories/<story>.png``;
+* :func:`read_tables`, :func:`visible_text`, :func:`numbers_in`, :func:`shows_value`: what the
+  page shows, as text and numbers;
 * :class:`Latency` / :func:`measure`: the time from a user action to a DOM condition, both
   stamped inside the page with ``performance.now()`` (a capturing listener stamps the first
   pointer/key/input/change event after arming; a MutationObserver stamps the first mutation after
@@ -10,114 +17,133 @@
 * :data:`PAINT_INIT_SCRIPT` / :func:`paint_times`: stamps, from navigation start, when ``.px-app``
   first becomes visible and when the Kernels view first has content.
 
-Nothing here imports explorer; pytest is imported only where a test needs to fail or skip.
+Nothing here imports explorer, Playwright or pytest.
+
+>>> norm("Max ulp_steps")
+'maxulpsteps'
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 STORIES = ROOT / "artifacts" / "stories"
-#: WCAG rules the accessibility check runs (axe-core tags)
-AXE_TAGS = ("wcag2a", "wcag2aa")
-#: impacts that fail the accessibility check
-BLOCKING_IMPACTS = ("serious", "critical")
+#: Tabs in app order: (key, title).
+TABS = [
+    ("kernels", "Kernels"),
+    ("ranges", "Ranges"),
+    ("accuracy", "Accuracy"),
+    ("bits", "Bits"),
+    ("training", "Training"),
+    ("environment", "Environment"),
+    ("explain", "Explain"),
+]
+#: the error this project started from (TensorFlow 2.4.1), pasted into the Explain tab
+ORIGINAL_ERROR = (
+    "NotFoundError: Could not find device for node: {{node Range}} = Range[Tidx=DT_HALF]\n"
+    "All kernels registered for op Range:\n"
+    "  device='CPU'; Tidx in [DT_INT64]\n  device='CPU'; Tidx in [DT_INT32]\n"
+    "  device='CPU'; Tidx in [DT_DOUBLE]\n  device='CPU'; Tidx in [DT_FLOAT]\n [Op:Range]"
+)
 
 
-# ------------------------------------------------------------------------------------------ axe
+# ------------------------------------------------------------------------------ the app's controls
+
+#: a cell of the Kernels heatmap (bqplot GridHeatMap rects)
+HEATMAP_CELL = ".px-kernels-plot .px-heatmap-body rect.heatmapcell"
+
+#: in the page: what the Kernels heatmap shows (column and row labels, cell fills, glyphs)
+_HEATMAP_SIGNATURE = """() => {
+    const h = document.querySelector('.px-kernels-plot .px-heatmap');
+    if (h === null) return '';
+    const texts = sel => [...h.querySelectorAll(sel)].map(t => t.textContent).join('|');
+    const fills = [...h.querySelectorAll('rect.heatmapcell')].map(r => r.style.fill).join(',');
+    return [texts('.px-heatmap-header .tick text'), texts('.px-heatmap-body .tick text'), fills,
+            texts('.px-heatmap-body text.label, .px-heatmap-body .label text')].join('#');
+}"""
 
 
-def axe_path() -> Path | None:
-    """``axe.min.js``: ``$PX_AXE`` if set, else under ``$(npm root -g)/axe-core/``; None if absent."""
-    named = os.environ.get("PX_AXE")
-    if named:
-        return Path(named) if Path(named).is_file() else None
-    npm = shutil.which("npm")
-    if npm is None:
-        return None
-    try:
-        root = subprocess.run([npm, "root", "-g"], capture_output=True, text=True, timeout=60, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    path = Path(root.stdout.strip()) / "axe-core" / "axe.min.js"
-    return path if path.is_file() else None
+def heatmap_signature(page: Any) -> str:
+    """What the Kernels heatmap shows, as one string (labels, fills, glyphs)."""
+    return str(page.evaluate(_HEATMAP_SIGNATURE))
 
 
-def axe_source() -> str:
-    """The text of axe.min.js; fails the test under PX_REQUIRE_BROWSER=1 when it is missing,
-    skips it otherwise (the same rule as the browser itself, tests/test_browser.py)."""
-    path = axe_path()
-    if path is None:
-        import pytest
-
-        why = "axe-core not found (npm install -g axe-core, or set PX_AXE to axe.min.js)"
-        if os.environ.get("PX_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"PX_REQUIRE_BROWSER=1 but {why}")
-        pytest.skip(why)
-    return path.read_text(encoding="utf-8")
+def wait_for_heatmap_change(page: Any, before: str, timeout_ms: int = 60_000) -> None:
+    """Until :func:`heatmap_signature` differs from ``before``."""
+    page.wait_for_function(f"before => ({_HEATMAP_SIGNATURE})() !== before", arg=before, timeout=timeout_ms)
 
 
-@dataclass(frozen=True)
-class AxeViolation:
-    """One axe rule that failed, with the elements it failed on."""
-
-    id: str
-    impact: str
-    help: str
-    nodes: int
-    targets: tuple[str, ...]
-
-    def line(self) -> str:
-        """``serious  color-contrast (4 nodes): ... e.g. .px-key span``."""
-        where = ", ".join(self.targets[:3])
-        return f"{self.impact:<9} {self.id} ({self.nodes} nodes): {self.help}; e.g. {where}"
-
-
-def run_axe(page: Any, source: str, selector: str = ".px-app") -> list[AxeViolation]:
-    """Inject axe-core into ``page`` (once) and run it on ``selector`` (the whole document when no
-    element matches) with :data:`AXE_TAGS`; returns the violations, most severe first."""
-    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
-        page.add_script_tag(content=source)
-    raw = page.evaluate(
-        """async ([selector, tags]) => {
-            const el = document.querySelector(selector);
-            const result = await window.axe.run(el || document, {
-                runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']});
-            return result.violations.map(v => ({
-                id: v.id, impact: v.impact || 'unknown', help: v.help,
-                targets: v.nodes.map(n => n.target.join(' ')).slice(0, 20), nodes: v.nodes.length}));
-        }""",
-        [selector, list(AXE_TAGS)],
+def set_dtypes(page: Any, dtypes: list[str]) -> None:
+    """Select exactly ``dtypes``: in a multi-select, or by clicking toggle buttons (``.px-dtype-NAME``)."""
+    if page.locator(".px-dtypes select").count():
+        page.select_option(".px-dtypes select", dtypes)
+        return
+    for name in dtypes:  # select the wanted ones first: the selection is never empty
+        button = page.locator(f".px-dtype-{name}").first
+        if "mod-active" not in (button.get_attribute("class") or ""):
+            button.click()
+    active = page.eval_on_selector_all(
+        ".px-dtypes .px-toggle.mod-active",
+        "els => els.map(e => [...e.classList].find(c => c.startsWith('px-dtype-')).slice(9))",
     )
-    order = {"critical": 0, "serious": 1, "moderate": 2, "minor": 3}
-    found = [AxeViolation(v["id"], v["impact"], v["help"], int(v["nodes"]), tuple(v["targets"])) for v in raw]
-    return sorted(found, key=lambda v: (order.get(v.impact, 9), v.id))
+    for name in active:
+        if name not in dtypes:
+            page.locator(f".px-dtype-{name}").first.click()
 
 
-def by_impact(violations: list[AxeViolation]) -> dict[str, list[AxeViolation]]:
-    """Violations grouped by impact (``critical``, ``serious``, ``moderate``, ``minor``)."""
-    out: dict[str, list[AxeViolation]] = {}
-    for v in violations:
-        out.setdefault(v.impact, []).append(v)
-    return out
+def select_op(page: Any, op: str) -> None:
+    """Pick ``op`` in the op dropdown (its labels read ``name  ·  group``)."""
+    value = page.eval_on_selector(
+        ".px-op select",
+        "(el, op) => [...el.options].find(o => o.textContent.trim().split(/\\s/)[0] === op).value",
+        op,
+    )
+    page.select_option(".px-op select", value=value)
 
 
-def blocking(violations: list[AxeViolation]) -> list[AxeViolation]:
-    """The violations of :data:`BLOCKING_IMPACTS`."""
-    return [v for v in violations if v.impact in BLOCKING_IMPACTS]
+def open_tab(page: Any, title: str) -> None:
+    """Click the app's tab titled ``title``."""
+    page.locator(".px-tabs .lm-TabBar-tab", has_text=title).first.click()
+
+
+def wait_for_tab_content(page: Any, key: str, timeout_ms: int) -> None:
+    """Until the tab shows a figure, a table, or a message that is not 'loading'."""
+    page.wait_for_function(
+        """key => {
+            const tab = document.querySelector('.px-tab-' + key);
+            if (!tab) return false;
+            const shown = '.px-plot img, .px-plot .px-heatmap, .px-details table, .px-details .px-msg';
+            if (tab.querySelector(shown)) return true;
+            const msg = tab.querySelector('.px-status .px-msg');
+            return msg !== null && !msg.classList.contains('px-msg-loading');
+        }""",
+        arg=key,
+        timeout=timeout_ms,
+    )
+
+
+def img_src(page: Any, selector: str) -> str:
+    """The ``src`` of the image ``selector`` (an inline plot: it changes when the plot does)."""
+    return str(page.eval_on_selector(selector, "el => el.getAttribute('src')"))
 
 
 # ------------------------------------------------------------------------------------------ screenshots
+
+
+def shoot(page: Any, name: str) -> Path:
+    """A full-page screenshot to ``artifacts/screenshots/<name>.png``; returns its path."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
 
 
 #: height in CSS pixels the whole app needs (Voila scrolls an inner element, so a full-page
