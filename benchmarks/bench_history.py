@@ -56,16 +56,16 @@ def _in_process(repeats: int) -> list[tuple[str, float, str]]:
     """Seconds for one op's history (every shipped release, 4 dtypes, CPU) and one release's rows,
     computed again in this process."""
     from explorer.analysis import releases
-    from explorer.cli.kernels import HISTORY_DTYPES, history_cells, history_raw_ops
     from explorer.queries.availability import availability
+    from explorer.queries.history import HISTORY_DTYPES, history_raw_ops, release_history
 
     figures = []
     start = time.perf_counter()
-    history_cells(history_raw_ops(["range"]), list(HISTORY_DTYPES), ["CPU"])
+    release_history(history_raw_ops(["range"]), list(HISTORY_DTYPES), ["CPU"])
     figures.append(("in-process, first: history of range (4 dtypes, CPU)", time.perf_counter() - start, "s"))
     start = time.perf_counter()
     for _ in range(repeats):
-        history_cells(history_raw_ops(["range"]), list(HISTORY_DTYPES), ["CPU"])
+        release_history(history_raw_ops(["range"]), list(HISTORY_DTYPES), ["CPU"])
     figures.append(
         ("in-process, again: history of range (4 dtypes, CPU)", (time.perf_counter() - start) / repeats, "s")
     )

@@ -19,8 +19,8 @@ import ipywidgets as widgets
 
 from explorer.app.context import AppContext
 from explorer.app.controls import Controls
+from explorer.app.first_view import PREVIEW_CSS, PREVIEW_METADATA
 from explorer.app.loader import BackgroundLoader
-from explorer.app.preview import PREVIEW_CSS, PREVIEW_METADATA
 from explorer.app.render import message_html
 from explorer.app.state import AppState
 from explorer.app.tab import Tab

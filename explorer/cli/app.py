@@ -125,7 +125,7 @@ def write_offline_template(root: Path | None = None) -> Path:
     folder = base / "voila" / "templates" / TEMPLATE_NAME
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "conf.json").write_text(json.dumps({"base_template": "lab"}))
-    from explorer.app.preview import FIRST_VIEW_CLASS, PREVIEW_METADATA
+    from explorer.app.first_view import FIRST_VIEW_CLASS, PREVIEW_METADATA
 
     template = _TEMPLATE
     for placeholder, value in (
