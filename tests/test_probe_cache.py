@@ -101,7 +101,7 @@ def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.levelno >= logging.WARNING and r.name.startswith("explorer.analysis")
+        if r.levelno >= logging.WARNING and r.name.startswith("explorer.runtime")
     ]
 
 
