@@ -28,6 +28,7 @@ from explorer.queries import availability_probes as av_probes
 from explorer.queries.availability_result import AvailabilityResult
 from explorer.runtime import envcache, registry
 from explorer.runtime import probe_store as probe_cache
+from explorer.runtime import store as sqlite_store
 from explorer.runtime.probe import Probe, failure_record, probe_record
 from explorer.runtime.registry import DATA_VERSION, Registry, get_registry
 
@@ -124,7 +125,7 @@ def forge(cache: Path, probe_key: str, text: str, env_key: str | None = None) ->
     """Store ``text`` as a record with a valid HMAC (only someone holding the secret can)."""
     env_key = env_key or envcache.environment_key()
     secret = probe_cache.load_secret(cache)
-    mac = probe_cache._mac(secret, "probe", env_key, probe_key, text)
+    mac = sqlite_store.mac(secret, "probe", env_key, probe_key, text)
     execute(
         cache,
         "INSERT OR REPLACE INTO probes (env_key, probe_key, record, mac, saved_at) VALUES (?, ?, ?, ?, 0)",
@@ -539,10 +540,10 @@ def test_a_full_disk_means_no_cache_with_one_warning(
 def test_no_space_for_the_secret_means_no_cache(
     reg: Registry, truth: dict[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def no_space(path: Path, replace: bool) -> None:
+    def no_space(path: Path, data: bytes, replace: bool) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(probe_cache, "_new_secret_file", no_space)
+    monkeypatch.setattr(sqlite_store, "create_file_atomically", no_space)
     _assert_works_without_a_cache(reg, truth, caplog, "No space left on device")
 
 

@@ -187,9 +187,9 @@ def test_map_stopped_by_its_callback_delivers_nothing_more(sandbox):
 
 
 def test_a_reply_to_an_earlier_request_is_discarded():
-    from explorer.runtime.sandbox import _Worker
+    from explorer.runtime.call_worker import CallWorker
 
-    worker = _Worker("ids")
+    worker = CallWorker("ids")
     try:
         echo = pickle.dumps(faults.echo)
         worker.send(echo, [pickle.dumps(("first",))])

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from explorer.runtime.threads import start_daemon
+
 #: The statuses a job goes through.
 JOB_STATUSES: tuple[str, ...] = ("pending", "running", "done", "cancelled", "failed")
 
@@ -126,8 +128,7 @@ class Job:
         if self._thread is not None:
             raise RuntimeError(f"job {self.name!r} was already started")
         self.status = "running"
-        self._thread = threading.Thread(target=self._run, name=f"job-{self.name}", daemon=True)
-        self._thread.start()
+        self._thread = start_daemon(self._run, name=f"job-{self.name}")
         return self
 
     def cancel(self) -> None:

@@ -27,35 +27,25 @@ True
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import json
 import logging
 import math
-import os
-import secrets
 import sqlite3
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
-from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 from explorer.outcome import PHASES, STATUSES
-from explorer.runtime import envcache
+from explorer.runtime import envcache, store
+from explorer.runtime.store import KEY_NAME, SignedStore, load_secret
 
 log = logging.getLogger(__name__)
 
 #: the database file in the cache directory
 DB_NAME = "probes.sqlite3"
-#: the secret the record HMACs are computed with (created 0600 beside the database)
-KEY_NAME = "probes.key"
 #: ``PRAGMA user_version`` of the schema below; another value means rebuild
 SCHEMA_VERSION = 2
-#: seconds a writer waits for another one's transaction
-BUSY_TIMEOUT = 30.0
 #: the longest text a record field may hold (errors and workaround notes can be long)
 MAX_TEXT = 1 << 20
 #: the longest status, device and dtype name
@@ -95,7 +85,18 @@ RECORD_FIELDS: dict[str, tuple[type, ...]] = {
 }
 _SHORT_FIELDS = ("status", "ran_on", "result_dtype")
 
-T = TypeVar("T")
+__all__ = [
+    "DB_NAME",
+    "KEY_NAME",
+    "RECORD_FIELDS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "ProbeStore",
+    "load_secret",
+    "open_store",
+    "record_problem",
+    "store_stamp",
+]
 
 
 def record_problem(record: Any) -> str:
@@ -133,12 +134,6 @@ def _keys_problem(record: dict[Any, Any]) -> str:
     return f"has unknown key {extra[0][:40]!r}"
 
 
-def _mac(secret: bytes, *parts: str) -> str:
-    """HMAC-SHA256 (hex) of ``parts``, each length-prefixed so that no two lists of parts collide."""
-    message = "".join(f"{len(part)}:{part}" for part in parts).encode()
-    return hmac.digest(secret, message, hashlib.sha256).hex()
-
-
 def _decode_json(raw: Any) -> Any:
     """``raw`` (bytes from the database) as JSON; ValueError when it is not UTF-8 JSON."""
     if not isinstance(raw, bytes):
@@ -151,170 +146,18 @@ def _decode_json(raw: Any) -> Any:
         raise ValueError("not UTF-8") from None
 
 
-def _new_secret_file(path: Path, replace: bool) -> None:
-    """Write a fresh secret to ``path`` (mode 0600); unless ``replace``, a concurrent creator wins."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(secrets.token_hex(32))
-            handle.flush()
-            os.fsync(handle.fileno())
-        if replace:
-            os.replace(tmp, path)
-        else:
-            with contextlib.suppress(FileExistsError):
-                os.link(tmp, path)  # atomic create-if-absent
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
-def load_secret(directory: Path) -> bytes:
-    """The cache directory's HMAC secret, created (0600) on first use; an invalid one is replaced
-    (with one warning: every record it signed is then probed again)."""
-    path = directory / KEY_NAME
-    for _ in range(3):
-        try:
-            text = path.read_bytes().strip()
-        except FileNotFoundError:
-            _new_secret_file(path, replace=False)
-            continue
-        except IsADirectoryError:
-            text = b""
-        if len(text) == 64 and all(c in b"0123456789abcdef" for c in text):
-            return bytes.fromhex(text.decode("ascii"))
-        log.warning("probe cache key %s is invalid; replacing it (stored probes will run again)", path)
-        envcache.remove_or_move_aside(path)
-        _new_secret_file(path, replace=True)
-    raise OSError(f"probe cache key {path} cannot be created")
-
-
-def _is_broken_file(exc: sqlite3.Error) -> bool:
-    """Whether ``exc`` says the database file is damaged (move it aside), not the machine (full
-    disk, read-only, locked: work without the cache)."""
-    if isinstance(exc, sqlite3.OperationalError):
-        text = str(exc)
-        return text.startswith(("no such table", "no such column")) or "has no column" in text
-    return not isinstance(exc, sqlite3.ProgrammingError | sqlite3.InterfaceError)
-
-
-def move_database_aside(path: Path) -> Path:
-    """Rename the SQLite file ``path`` (and its -wal/-shm companions) to ``<name>.corrupt-<ns>``, so
-    a new database can start; returns the new name.  Raises OSError when the renaming fails."""
-    aside = path.with_name(f"{path.name}.corrupt-{time.time_ns()}")
-    if path.exists() or path.is_symlink():
-        os.replace(path, aside)
-    for suffix in ("-wal", "-shm"):
-        companion = Path(f"{path}{suffix}")
-        if companion.exists() and not companion.is_dir():
-            os.replace(companion, f"{aside}{suffix}")
-    return aside
-
-
-class ProbeStore:
+class ProbeStore(SignedStore):
     """Probe records of every environment in ``directory/probes.sqlite3`` (None: no cache).
 
     Every method is safe to call from any thread and never raises for a problem of the
     store itself: it warns once and then acts as an empty store.
     """
 
-    def __init__(self, directory: Path | None) -> None:
-        #: the cache directory (None: no cache)
-        self.directory = directory
-        #: the database file (None: no cache)
-        self.path = None if directory is None else directory / DB_NAME
-        #: True once the store gave up (no cache directory, full disk, ...)
-        self.disabled = directory is None
-        self._conn: sqlite3.Connection | None = None
-        self._secret = b""
-        self._lock = threading.RLock()
-        self._moved_aside = False
-
-    def __enter__(self) -> ProbeStore:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the database connection (a later call opens it again)."""
-        with self._lock:
-            if self._conn is not None:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.close()
-                self._conn = None
-
-    # ------------------------------------------------------------ opening, healing
-
-    def _open(self) -> sqlite3.Connection:
-        assert self.path is not None and self.directory is not None
-        self.directory.mkdir(parents=True, exist_ok=True)
-        if self.path.exists() and not self.path.is_file():
-            raise sqlite3.DatabaseError("is not a file")
-        self._secret = load_secret(self.directory)
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
-        try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-            # WAL with synchronous NORMAL: a record survives the process being killed (it is in
-            # the WAL when save returns); only a power cut can lose the last ones
-            conn.execute("PRAGMA synchronous = NORMAL")
-            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                conn.execute("BEGIN IMMEDIATE")
-                version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if version != SCHEMA_VERSION:
-                    if version != 0:
-                        log.warning("probe cache %s has schema %s; rebuilding it", self.path, version)
-                        conn.execute("DROP TABLE IF EXISTS probes")
-                        conn.execute("DROP TABLE IF EXISTS devices")
-                    for statement in SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _move_aside(self, problem: str) -> None:
-        assert self.path is not None
-        self.close()
-        self._moved_aside = True
-        try:
-            aside = move_database_aside(self.path)
-        except OSError as exc:
-            self._give_up(f"cannot be moved aside ({exc})")
-            return
-        log.warning(
-            "probe cache %s %s; moved it aside to %s and started a new one", self.path, problem, aside
-        )
-
-    def _give_up(self, problem: str) -> None:
-        self.close()
-        self.disabled = True
-        envcache.warn_once(str(self.path), f"probe cache {self.path} {problem}; working without the cache")
-
-    def _do(self, action: str, work: Callable[[sqlite3.Connection], T], default: T) -> T:
-        """``work(connection)``, healing a broken file once; ``default`` when the store is off."""
-        with self._lock:
-            while not self.disabled:
-                try:
-                    if self._conn is None:
-                        self._conn = self._open()
-                    return work(self._conn)
-                except sqlite3.Error as exc:
-                    if not _is_broken_file(exc):
-                        self._give_up(f"{action} failed ({exc})")
-                    elif self._moved_aside:
-                        self._give_up(f"{action} failed again after a rebuild ({exc})")
-                    else:
-                        self._move_aside(f"is damaged ({exc})")
-                except OSError as exc:  # the secret file: read-only directory, full disk
-                    self._give_up(f"{action} failed ({exc})")
-            return default
+    DB_NAME = DB_NAME
+    SCHEMA = SCHEMA
+    SCHEMA_VERSION = SCHEMA_VERSION
+    TABLES = ("probes", "devices")
+    LABEL = "probe cache"
 
     # ------------------------------------------------------------ records
 
@@ -373,8 +216,8 @@ class ProbeStore:
         problem = check(value)
         if problem:
             return None, problem
-        expected = _mac(self._secret, *mac_parts, raw.decode("utf-8"))
-        if not (isinstance(raw_mac, bytes) and hmac.compare_digest(raw_mac, expected.encode())):
+        expected = store.mac(self._secret, *mac_parts, raw.decode("utf-8"))
+        if not store.mac_matches(raw_mac, expected):
             return None, "fails verification (edited or copied by hand?)"
         return value, ""
 
@@ -391,7 +234,7 @@ class ProbeStore:
         text = json.dumps(record, sort_keys=True)
 
         def work(conn: sqlite3.Connection) -> bool:
-            mac = _mac(self._secret, "probe", env_key, probe_key, text)
+            mac = store.mac(self._secret, "probe", env_key, probe_key, text)
             conn.execute(
                 "INSERT OR REPLACE INTO probes (env_key, probe_key, record, mac, saved_at) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -431,7 +274,7 @@ class ProbeStore:
             return False
 
         def work(conn: sqlite3.Connection) -> bool:
-            mac = _mac(self._secret, "devices", env_key, text)
+            mac = store.mac(self._secret, "devices", env_key, text)
             conn.execute(
                 "INSERT OR REPLACE INTO devices (env_key, devices, mac, saved_at) VALUES (?, ?, ?, ?)",
                 (env_key, text, mac, time.time()),
@@ -446,10 +289,9 @@ class ProbeStore:
         """Delete every record of every environment; returns how many probe records there were."""
 
         def work(conn: sqlite3.Connection) -> int:
-            conn.execute("BEGIN IMMEDIATE")
-            removed = conn.execute("DELETE FROM probes").rowcount
-            conn.execute("DELETE FROM devices")
-            conn.execute("COMMIT")
+            with store.transaction(conn):
+                removed = conn.execute("DELETE FROM probes").rowcount
+                conn.execute("DELETE FROM devices")
             return int(removed)
 
         return self._do("clearing", work, 0)

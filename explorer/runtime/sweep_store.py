@@ -14,13 +14,14 @@ Nothing read back is trusted.  A row is used only when its metadata is JSON with
 expected keys, types and bounded lengths, a known status, the backend asked for and a
 result of exactly ``8 * len(grid)`` bytes (little-endian float64, read with
 ``numpy.frombuffer``: no pickle, nothing executed), and its HMAC (the probe store's
-per-cache-directory secret, :func:`explorer.runtime.probe_store.load_secret`) binds it to its
+per-cache-directory secret, :func:`explorer.runtime.store.load_secret`) binds it to its
 key.  Anything else is deleted (one warning) and computed again.  Runs that crashed or timed
 out are not stored.  The file holds at most :data:`MAX_ENTRIES` rows and :data:`MAX_BYTES` of
 results (oldest removed first).  A damaged database file is moved aside once; a cache
 directory that cannot be used means "no cache", never a wrong or missing answer.
 
 >>> import tempfile
+>>> from pathlib import Path
 >>> from explorer.queries.ranges import sweep
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     runner = WorkerRunner(SweepStore(Path(tmp)), env_key="doc", worker_backends=("emulated",))
@@ -38,10 +39,8 @@ import hmac
 import json
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,8 +49,8 @@ from explorer.analysis.regions import BackendRun
 from explorer.formats import Format
 from explorer.ops import Op
 from explorer.outcome import STATUSES, Status
-from explorer.runtime import envcache
-from explorer.runtime import probe_store as probe_cache
+from explorer.runtime import envcache, store
+from explorer.runtime.store import SignedStore
 from explorer.runtime.worker_slots import SlottedSandbox, WorkersBusy
 
 log = logging.getLogger(__name__)
@@ -177,87 +176,18 @@ def _floats(blob: Any, count: int) -> np.ndarray | None:
     return np.frombuffer(blob, dtype="<f8").astype(np.float64)
 
 
-class SweepStore:
+class SweepStore(SignedStore):
     """Worker-made backend runs in ``directory/sweeps.sqlite3`` (None: no cache).
 
     Safe to use from any thread; a problem of the store itself is one warning, after which
     it acts as an empty store.
     """
 
-    def __init__(self, directory: Path | None) -> None:
-        self.directory = directory
-        self.path = None if directory is None else directory / DB_NAME
-        self.disabled = directory is None
-        self._conn: sqlite3.Connection | None = None
-        self._secret = b""
-        self._lock = threading.RLock()
-        self._moved_aside = False
-
-    def close(self) -> None:
-        """Close the connection (a later call opens it again)."""
-        with self._lock:
-            if self._conn is not None:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.close()
-                self._conn = None
-
-    def _open(self) -> sqlite3.Connection:
-        assert self.path is not None and self.directory is not None
-        self.directory.mkdir(parents=True, exist_ok=True)
-        if self.path.exists() and not self.path.is_file():
-            raise sqlite3.DatabaseError("is not a file")
-        self._secret = probe_cache.load_secret(self.directory)
-        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                conn.execute("BEGIN IMMEDIATE")
-                if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                    conn.execute("DROP TABLE IF EXISTS runs")
-                    conn.execute(SCHEMA)
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _do(self, action: str, work: Callable[[sqlite3.Connection], Any], default: Any) -> Any:
-        with self._lock:
-            while not self.disabled:
-                try:
-                    if self._conn is None:
-                        self._conn = self._open()
-                    return work(self._conn)
-                except sqlite3.Error as exc:
-                    damaged = not isinstance(exc, sqlite3.OperationalError) or "no such" in str(exc)
-                    if damaged and not self._moved_aside:
-                        self._move_aside(f"is damaged ({exc})")
-                    else:
-                        self._give_up(f"{action} failed ({exc})")
-                except OSError as exc:
-                    self._give_up(f"{action} failed ({exc})")
-            return default
-
-    def _move_aside(self, problem: str) -> None:
-        assert self.path is not None
-        self.close()
-        self._moved_aside = True
-        try:
-            aside = probe_cache.move_database_aside(self.path)
-        except OSError as exc:
-            self._give_up(f"cannot be moved aside ({exc})")
-            return
-        log.warning(
-            "sweep cache %s %s; moved it aside to %s and started a new one", self.path, problem, aside
-        )
-
-    def _give_up(self, problem: str) -> None:
-        self.close()
-        self.disabled = True
-        envcache.warn_once(str(self.path), f"sweep cache {self.path} {problem}; working without it")
+    DB_NAME = DB_NAME
+    SCHEMA = SCHEMA
+    SCHEMA_VERSION = SCHEMA_VERSION
+    TABLES = ("runs",)
+    LABEL = "sweep cache"
 
     def load(self, key: str, backend: str, n: int, unary: bool) -> BackendRun | None:
         """The valid stored run ``key`` of ``backend`` over ``n`` inputs, or None (an invalid row
@@ -315,7 +245,7 @@ class SweepStore:
         if not meta["has_at_zero"] and at_zero is not None:
             return None, "has results at zero it says it lacks"
         expected = _mac(self._secret, key, raw_meta.decode("utf-8"), result, at_zero)
-        if not (isinstance(raw_mac, bytes) and hmac.compare_digest(raw_mac, expected.encode())):
+        if not store.mac_matches(raw_mac, expected):
             return None, "fails verification (edited or copied by hand?)"
         run = BackendRun(
             meta["backend"], meta["status"], meta["error"], meta["detail"], values, meta["device"], zeros
@@ -350,15 +280,14 @@ class SweepStore:
 
         def work(conn: sqlite3.Connection) -> bool:
             mac = _mac(self._secret, key, text, result_bytes, zero_bytes)
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute(
-                "INSERT OR REPLACE INTO runs "
-                "(key, backend, op, format, meta, result, at_zero, mac, saved_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, run.backend, op, fmt, text, result_bytes, zero_bytes, mac, time.time()),
-            )
-            _trim(conn)
-            conn.execute("COMMIT")
+            with store.transaction(conn):
+                conn.execute(
+                    "INSERT OR REPLACE INTO runs "
+                    "(key, backend, op, format, meta, result, at_zero, mac, saved_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (key, run.backend, op, fmt, text, result_bytes, zero_bytes, mac, time.time()),
+                )
+                _trim(conn)
             return True
 
         return bool(self._do("writing", work, False))

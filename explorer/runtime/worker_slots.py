@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from explorer.runtime.threads import call_later
+
 #: environment variable with the number of slots
 SLOTS_ENV = "PX_WORKER_SLOTS"
 #: seconds between two tries while every slot is held
@@ -170,9 +172,9 @@ class SlottedSandbox:
             with self._lock:
                 self._busy -= 1
                 if self._busy == 0:
-                    self._timer = threading.Timer(self.idle_release_s, self._release)
-                    self._timer.daemon = True
-                    self._timer.start()
+                    self._timer = call_later(
+                        self.idle_release_s, self._release, name="explorer-worker-slot-release"
+                    )
 
     def call(self, key: str, func: Callable[..., Any], *args: Any, timeout: float) -> Any:
         """``func(*args)`` in the worker ``key`` (its framework imported first, not counted in

@@ -3,7 +3,8 @@
 Every visitor of a workshop server has a kernel process of their own; each training run
 (one policy) asks this queue for a slot before its worker process starts, so that at most
 ``slots`` runs train at once on the machine, whoever started them.  The queue is one
-SQLite database (stdlib ``sqlite3``, WAL mode) holding one row per ticket:
+SQLite database (opened by :func:`explorer.runtime.store.open_database`: WAL mode, a busy
+timeout) holding one row per ticket:
 
 - :meth:`TrainingQueue.enter` adds a ``waiting`` ticket (ids only grow: ``AUTOINCREMENT``);
 - :meth:`TrainingQueue.try_start` turns it ``running`` inside a ``BEGIN IMMEDIATE``
@@ -49,6 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from explorer.runtime import store
+
 #: environment variable: most training runs at once on this machine
 SLOTS_ENV = "PX_TRAINING_SLOTS"
 #: environment variable: the directory holding the queue's database
@@ -58,7 +61,7 @@ DB_NAME = "training-queue.sqlite3"
 #: the most slots a setting may ask for
 MAX_SLOTS = 256
 #: seconds a transaction waits for another process's one
-BUSY_TIMEOUT = 30.0
+BUSY_TIMEOUT = store.BUSY_TIMEOUT
 #: longest label a ticket keeps (characters)
 MAX_LABEL = 200
 
@@ -262,17 +265,8 @@ class TrainingQueue:
         self._pid = os.getpid()  # a connection never crosses a fork
         self._started = process_start_time(self._pid) or 0
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
-        try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute(_SCHEMA)
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
-        return conn
+        self._conn = store.open_database(self.path, _SCHEMA, busy_timeout=BUSY_TIMEOUT)
+        return self._conn
 
     def _transaction(self, work: Callable[[sqlite3.Connection], object]) -> object:
         """``work(conn)`` inside ``BEGIN IMMEDIATE`` after removing stale tickets; a damaged
@@ -281,30 +275,15 @@ class TrainingQueue:
             for attempt in (1, 2):
                 try:
                     conn = self._connect()
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:
+                    with store.transaction(conn):
                         self._purge(conn)
-                        value = work(conn)
-                        conn.execute("COMMIT")
-                        return value
-                    except BaseException:
-                        with contextlib.suppress(sqlite3.Error):
-                            conn.execute("ROLLBACK")
+                        return work(conn)
+                except sqlite3.Error as exc:
+                    if attempt == 2 or not store.is_damaged(exc):
                         raise
-                except sqlite3.DatabaseError as exc:
-                    if isinstance(exc, sqlite3.OperationalError) or attempt == 2:
-                        raise
-                    self._move_aside()
+                    self.close()
+                    store.move_aside(self.path)
             raise AssertionError("unreachable")
-
-    def _move_aside(self) -> None:
-        self.close()
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.time_ns()}")
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(self.path, aside)
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
 
     def _purge(self, conn: sqlite3.Connection) -> None:
         """Delete tickets whose owner process (or recorded worker) is gone."""

@@ -10,12 +10,11 @@ The records are the dataclasses of :mod:`explorer.training.config` and
 :mod:`explorer.training.fp8`: module-level, so they pickle; none holds a framework
 object.  The caller sends ``("cancel",)`` to stop the run between two steps.
 
-The worker is a fresh interpreter (``subprocess.Popen`` of ``python -c``, fork+exec: nothing
-of the caller's threads or TensorFlow state is inherited), started from the sandbox's
-long-lived launcher thread (:mod:`explorer.runtime.sandbox`) because ``PR_SET_PDEATHSIG`` fires
-when the *thread* that started a child ends.  It dies with its parent three ways:
-``PR_SET_PDEATHSIG`` = SIGKILL (Linux), a thread that watches ``getppid()``, and the end of
-file on its pipe (the parent's end closes when the parent process exits, however it exits).
+The worker is started, spoken to and killed through the runtime's one worker-process
+protocol (:mod:`explorer.runtime.process`, shared with the probe sandboxes): a fresh
+interpreter started from the long-lived launcher thread, dying with its parent
+(``PR_SET_PDEATHSIG``, a thread watching ``getppid()``, the end of file on its pipe), its
+output in a private file whose last characters a failed run quotes.
 
 Each worker limits TensorFlow's and OpenMP's thread pools to ``threads`` (the caller passes
 its share of the cores), so several workers side by side do not each start a thread per core.
@@ -23,35 +22,18 @@ its share of the cores), so several workers side by side do not each start a thr
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import traceback
 from dataclasses import dataclass, field, replace
-from multiprocessing.connection import Connection, Pipe
-from typing import IO, Any
+from typing import Any
 
-from explorer.runtime.sandbox import _LAUNCHER, _die_with_parent, describe_exit, file_tail
+from explorer.runtime.process import ParentPipe, WorkerGone, WorkerProcess
+from explorer.runtime.threads import start_daemon
 from explorer.training.config import FP8_POLICY
 
-#: how many characters of a dead worker's output its error quotes
-OUTPUT_TAIL = 2000
 #: gradient histograms a run takes (evenly spaced steps, the first and the last included)
 DEFAULT_HISTOGRAMS = 12
-
-_BOOTSTRAP = (
-    "import sys\n"
-    "from multiprocessing.connection import Connection\n"
-    "conn = Connection(int(sys.argv[1]))\n"
-    "sys.path[:] = conn.recv()\n"
-    "from explorer.training.workers import worker_main\n"
-    "worker_main(conn, int(sys.argv[2]))\n"
-)
 
 
 @dataclass(frozen=True)
@@ -83,35 +65,25 @@ def histogram_steps(total: int, count: int) -> tuple[int, ...]:
 # ---------------------------------------------------------------- worker side
 
 
-def worker_main(conn: Connection, parent_pid: int) -> None:
+def worker_main(pipe: ParentPipe) -> None:
     """The worker process: receive one :class:`WorkerJob`, train, stream, exit."""
-    _die_with_parent(parent_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the caller's terminal is the caller's
     try:
-        job = conn.recv()
-    except (EOFError, OSError):
+        job = pipe.recv()
+    except EOFError:
         os._exit(1)
     cancel = threading.Event()
 
     def listen() -> None:
         while True:
             try:
-                message = conn.recv()
-            except (EOFError, OSError):  # the parent is gone (or closed its end): stop now
+                message = pipe.recv()
+            except EOFError:  # the parent is gone (or closed its end): stop now
                 os._exit(1)
             if isinstance(message, tuple) and message[:1] == ("cancel",):
                 cancel.set()
 
-    threading.Thread(target=listen, name="px-training-worker-listen", daemon=True).start()
-    send_lock = threading.Lock()
-
-    def send(message: tuple[Any, ...]) -> None:
-        with send_lock:
-            try:
-                conn.send(message)
-            except OSError:
-                os._exit(1)
-
+    start_daemon(listen, name="px-training-worker-listen")
+    send = pipe.send  # from the training thread and the listener alike; the parent gone ends us
     try:
         result = run_job(
             job,
@@ -154,94 +126,47 @@ def run_job(job: WorkerJob, *, callback: Any, progress: Any, cancel: threading.E
 # ---------------------------------------------------------------- caller side
 
 
-class TrainingWorker:
+class TrainingWorker(WorkerProcess):
     """A started worker process training one :class:`WorkerJob`.
 
     ``conn`` is the caller's end of the pipe (``multiprocessing.connection.wait`` on several
-    workers' ``conn`` at once); :meth:`messages` reads what arrived.
+    workers' ``conn`` at once); :meth:`messages` reads what arrived.  ``close(grace)`` waits
+    for the process to exit before it kills it; ``kill()`` kills it at once.
     """
 
     def __init__(self, job: WorkerJob, threads: int = 1) -> None:
-        self.job = job
-        self.finished = False
-        # unlinked at once: nothing is left behind; closed in close()
-        self.output: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
-        fd = self.output.fileno()
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
-        self.conn, child = Pipe()
-        self.process: subprocess.Popen[bytes] = _LAUNCHER.run(lambda: self._start(child, max(1, threads)))
-        with contextlib.suppress(OSError):  # a worker that died at once shows as EOF
-            self.conn.send(list(sys.path))
-            self.conn.send(job)
-
-    def _start(self, child: Connection, threads: int) -> subprocess.Popen[bytes]:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        threads = max(1, threads)
+        env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"):
             env[name] = str(threads)
-        try:
-            return subprocess.Popen(
-                [sys.executable, "-c", _BOOTSTRAP, str(child.fileno()), str(os.getpid())],
-                pass_fds=(child.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=self.output,
-                stderr=self.output,
-                env=env,
-            )
-        finally:
-            child.close()
-
-    @property
-    def pid(self) -> int:
-        """The worker's process id."""
-        return self.process.pid
+        super().__init__("explorer.training.workers:worker_main", env=env)
+        self.job = job
+        self.finished = False
+        self.send_message(job)  # a worker that died at once shows as EOF
 
     def messages(self) -> list[tuple[Any, ...]]:
         """Every message that arrived (without blocking); a dead worker's end of file becomes
-        ``("error", "the worker died (...)", its last output)`` once, unless its result came."""
+        ``("error", "the training worker died (...)", its last output)`` once, unless its result came."""
         out: list[tuple[Any, ...]] = []
         if self.finished:
             return out
         try:
-            while self.conn.poll():
-                message = self.conn.recv()
+            while self.wait_message():
+                message = self.recv_message()
                 out.append(message)
                 if message[0] in ("result", "error"):
                     self.finished = True
                     return out
-        except (EOFError, OSError):
+        except WorkerGone as gone:
             self.finished = True
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(5)
-            out.append(
-                ("error", f"the training worker died ({describe_exit(self.process.returncode)})", self.tail())
-            )
+            out.append(("error", f"the training worker died ({gone})", gone.output))
         return out
 
     def cancel(self) -> None:
         """Ask the run to stop between two steps (its result then says ``cancelled``)."""
-        with contextlib.suppress(OSError):
-            self.conn.send(("cancel",))
+        self.send_message(("cancel",))
 
     def tail(self) -> str:
         """The last characters the worker wrote to its stdout and stderr."""
-        return file_tail(self.output, OUTPUT_TAIL)
-
-    def alive(self) -> bool:
-        """Whether the process still runs."""
-        return self.process.poll() is None
-
-    def close(self, grace: float = 5.0) -> None:
-        """Wait up to ``grace`` s for the process to exit, kill it if it has not, release everything."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(grace)
-        self.kill()
-
-    def kill(self) -> None:
-        """Kill the process now and release the pipe and the output file."""
-        with contextlib.suppress(OSError):
-            self.process.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(5)
-        self.conn.close()
-        self.output.close()
+        return self.output_tail()
