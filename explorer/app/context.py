@@ -11,6 +11,7 @@ from typing import Any
 
 from explorer.app.loader import BackgroundLoader, tensorflow_loader
 from explorer.app.state import AppState
+from explorer.runtime.threads import start_daemon
 
 
 class ResultCache:
@@ -81,10 +82,10 @@ class BackgroundResults:
         with self._lock:
             if key in self._pending or key in self._failed:
                 return
-            thread = threading.Thread(target=self._run, args=(key, work, topic), daemon=True)
-            thread.name = f"explorer-background-{topic}"
-            self._pending[key] = thread
-        thread.start()
+            # started under the lock: its _run waits for it, so _pending has the key first
+            self._pending[key] = start_daemon(
+                self._run, key, work, topic, name=f"explorer-background-{topic}"
+            )
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until no work runs (True) or ``timeout`` seconds passed (False)."""

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from explorer.runtime.threads import start_daemon
+
 #: The loader's statuses, in order.
 LOADER_STATUSES: tuple[str, ...] = ("idle", "loading", "ready", "failed")
 
@@ -44,8 +46,7 @@ class BackgroundLoader:
         with self._lock:
             if self._thread is None:
                 self.status = "loading"
-                self._thread = threading.Thread(target=self._work, name=f"load-{self.name}", daemon=True)
-                self._thread.start()
+                self._thread = start_daemon(self._work, name=f"load-{self.name}")
         return self
 
     def _work(self) -> None:

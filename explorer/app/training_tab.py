@@ -28,6 +28,7 @@ import ipywidgets as widgets
 from explorer.app.jobs import Job, JobContext
 from explorer.app.render import message_html, table_html
 from explorer.app.tab import Tab
+from explorer.runtime.threads import start_daemon
 from explorer.training import FP8_POLICY, POLICIES
 from explorer.training.parallel import RunStatus, overall_fraction, overall_line, train_in_workers
 from explorer.training.queue import TrainingQueue
@@ -200,9 +201,7 @@ class TrainingTab(Tab):
         self.run_bars.children = rows
 
     def _train(self, ctx: JobContext, jobs: list[WorkerJob]) -> list[Any]:
-        threading.Thread(
-            target=self._redraw_loop, args=(ctx,), name="px-training-redraw", daemon=True
-        ).start()
+        start_daemon(self._redraw_loop, ctx, name="px-training-redraw")
         queue = self.queue if self.queue is not None else TrainingQueue()
 
         def on_status(status: RunStatus) -> None:

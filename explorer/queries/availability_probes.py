@@ -12,7 +12,6 @@ stored records and runs the rest in sandbox workers, saving each record as it ar
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from explorer.runtime import envcache
 from explorer.runtime import probe_store as probe_cache
 from explorer.runtime.probe import Probe, failure_record, run_probes, warm_worker
 from explorer.runtime.registry import REGISTRY_DEVICE, Registry
+from explorer.runtime.threads import start_daemon
 
 if TYPE_CHECKING:
     from explorer.runtime.sandbox import Sandbox
@@ -251,9 +251,7 @@ class InBackground:
     def __init__(self, func: Any, *args: Any) -> None:
         self._value: Any = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(func, *args), daemon=True)
-        self._thread.name = "explorer-background"
-        self._thread.start()
+        self._thread = start_daemon(self._run, func, *args, name="explorer-background")
 
     def _run(self, func: Any, *args: Any) -> None:
         try:
