@@ -831,7 +831,7 @@ def test_the_first_view_file_renders_verbatim_through_jinja(tmp_path: Path) -> N
     template code; what would end its raw block, or an oversized view, is refused."""
     import jinja2
 
-    from explorer.app.preview import MAX_FIRST_VIEW_BYTES, first_view_template
+    from explorer.app.first_view import MAX_FIRST_VIEW_BYTES, first_view_template
 
     html = "<style>a{b:c}</style><p>{{ 7 * 7 }} {% for x in y %}{# c #}</p>"
     env = jinja2.Environment(loader=jinja2.DictLoader({"view.html": first_view_template(html)}))

@@ -1,8 +1,8 @@
 """The file the Voila server includes at the top of every page: the app's first view as static
 HTML (:meth:`explorer.App.preview_html`).
 
-What marks and styles the first view lives in :mod:`explorer.app.first_view` (re-exported
-here); no widgets at import.  ``python -m explorer.app.preview FILE`` (which ``precision-explorer
+What marks and styles the first view lives in :mod:`explorer.app.first_view`; no widgets at
+import.  ``python -m explorer.app.preview FILE`` (which ``precision-explorer
 app`` starts beside Voila) builds the default app once, without TensorFlow, and writes its first
 view to ``FILE`` for the template to include (:func:`write_first_view`).
 """
@@ -15,10 +15,6 @@ import tempfile
 from pathlib import Path
 
 from explorer.app.first_view import (
-    FIRST_VIEW_CLASS,
-    MAX_FIRST_VIEW_BYTES,
-    PREVIEW_CSS,
-    PREVIEW_METADATA,
     first_view_template,
 )
 
@@ -59,15 +55,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = [
-    "FIRST_VIEW_CLASS",
-    "MAX_FIRST_VIEW_BYTES",
-    "PREVIEW_CSS",
-    "PREVIEW_METADATA",
-    "first_view_template",
-    "main",
-    "write_first_view",
-]
+__all__ = ["main", "write_first_view"]
 
 
 if __name__ == "__main__":

@@ -228,7 +228,32 @@ def mac_matches(raw_mac: Any, expected: str) -> bool:
 # ---------------------------------------------------------------- the caches
 
 
-class SignedStore:
+class HeldConnection:
+    """One SQLite connection, opened on first use and held under ``self._lock``; closed on
+    leaving a ``with`` block or by :meth:`close` (a later call opens it again).  Subclasses set
+    ``self._conn = None`` and ``self._lock`` (a ``threading.RLock``) in their ``__init__``."""
+
+    _conn: sqlite3.Connection | None
+    _lock: Any
+
+    def __enter__(self: T) -> T:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database connection (what it holds stays; a later call opens it again)."""
+        with self._lock:
+            if self._conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.close()
+                self._conn = None
+
+
+class SignedStore(HeldConnection):
     """A cache in ``directory/DB_NAME`` (None: no cache) whose rows are signed with
     :func:`load_secret`'s secret; subclasses name the file, schema and tables.
 
@@ -261,22 +286,6 @@ class SignedStore:
         self._lock = threading.RLock()
         self._moved_aside = False
         self._log = logging.getLogger(type(self).__module__)
-
-    def __enter__(self: T) -> T:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the database connection (a later call opens it again)."""
-        with self._lock:
-            if self._conn is not None:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.close()
-                self._conn = None
 
     def _open(self) -> sqlite3.Connection:
         assert self.path is not None and self.directory is not None

@@ -48,7 +48,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from explorer.runtime import store
 
@@ -228,7 +227,7 @@ class TicketRow:
     began: float | None
 
 
-class TrainingQueue:
+class TrainingQueue(store.HeldConnection):
     """The machine-wide queue in ``directory`` (default :func:`queue_dir`) with ``slots`` slots
     (default :func:`configured_slots`).  Thread-safe; one SQLite connection per object."""
 
@@ -240,22 +239,6 @@ class TrainingQueue:
         self._lock = threading.RLock()
         self._pid = os.getpid()
         self._started = process_start_time(self._pid) or 0
-
-    def __enter__(self) -> TrainingQueue:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the connection (tickets stay; a later call opens it again)."""
-        with self._lock:
-            if self._conn is not None:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.close()
-                self._conn = None
 
     # ------------------------------------------------------------ database
 
