@@ -1,6 +1,6 @@
 """Would compiling many ops in one XLA module speed up JAX's XLA probes?  Measured, not built.
 
-    python benchmarks/bench_jax_xla_batching.py [--dtypes float16,float8_e4m3fn] [--batch 16]
+    python -m benchmarks.bench_jax_xla_batching [--dtypes float16,float8_e4m3fn] [--batch 16]
 
 For each dtype, in one process under the probe workers' XLA flags, each way once, CPU seconds:
 
@@ -119,7 +119,7 @@ def batched(dtype: str, batch: int) -> dict[str, Any]:
 def measure(way: str, dtype: str, batch: int) -> dict[str, Any]:
     """``way`` for ``dtype`` in a fresh process (after one warm-up run of another op)."""
     code = (
-        "import json, sys; sys.path.insert(0, 'benchmarks'); import bench_jax_xla_batching as b; "
+        "import json; import benchmarks.bench_jax_xla_batching as b; "
         "from explorer.backends import get_backend; get_backend('jax').run('exp', 'float32', mode='xla'); "
         f"r = b.one_by_one({dtype!r}) if {way!r} == 'one_by_one' else b.batched({dtype!r}, {batch}); "
         "print(json.dumps(r))"

@@ -1,7 +1,7 @@
 """The machine-wide training queue under load: M visitors press Train at once, K slots.
 
     python -m benchmarks.run training_queue              # M = 4, 8 with K = 1, 2
-    python benchmarks/bench_training_queue.py --visitors 4 --slots 1 [--policy float32] [--epochs 1]
+    python -m benchmarks.bench_training_queue --visitors 4 --slots 1 [--policy float32] [--epochs 1]
 
 Each visitor is a spawned process standing in for a visitor's kernel: it builds the app
 (``explorer.App(load_tensorflow=False)``), points the Training tab at one shared queue
@@ -101,10 +101,7 @@ def _max_overlap(intervals: list[tuple[float, float]]) -> int:
 def measure(visitors: int, slots: int, policy: str = "float32", epochs: int = 1) -> dict[str, Any]:
     """Run one configuration; returns the figures as a dict."""
     context = multiprocessing.get_context("spawn")
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:  # the spawned visitors import this module by name
-        sys.path.insert(0, here)
-    import bench_training_queue as this
+    import benchmarks.bench_training_queue as this  # the spawned visitors import it by name
 
     with tempfile.TemporaryDirectory(prefix="px-bench-queue-") as tmp:
         ready, go, out = context.Semaphore(0), context.Event(), context.Queue()
