@@ -1,4 +1,4 @@
-"""``benchmarks/load_test.py`` checked against independent observations.
+"""``benchmarks/load_test/`` (``python -m benchmarks.load_test``) checked against independent observations.
 
 - its websocket framing against jupyter_server's own v1 serializer, its percentiles
   against numpy's;
@@ -16,21 +16,18 @@ import json
 import re
 import threading
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from benchmarks.load_test.config import Config
+from benchmarks.load_test.protocol import decode_frame, encode_v1
+from benchmarks.load_test.report import percentile
+from benchmarks.load_test.run import run_load_test
+
 ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
-
-
-def _load() -> ModuleType:
-    """``benchmarks/load_test.py``, imported as the benchmarks run it (a module of the repository)."""
-    from benchmarks import load_test
-
-    return load_test
 
 
 # ---------------------------------------------------------------------------------------- pieces
@@ -42,7 +39,6 @@ def test_v1_frames_match_jupyter_servers_serializer() -> None:
         serialize_msg_to_ws_v1,
     )
 
-    load_test = _load()
     parts = [
         json.dumps({"msg_id": "a", "msg_type": "comm_msg"}).encode(),
         json.dumps({"msg_id": "p"}).encode(),
@@ -50,10 +46,10 @@ def test_v1_frames_match_jupyter_servers_serializer() -> None:
         json.dumps({"comm_id": "c", "data": {"method": "update", "state": {"index": 3}}}).encode(),
         b"\x00\x01binary buffer",
     ]
-    ours = load_test.encode_v1("shell", parts)
+    ours = encode_v1("shell", parts)
     assert ours == serialize_msg_to_ws_v1(parts, "shell")
     assert deserialize_msg_from_ws_v1(ours) == ("shell", parts)
-    message = load_test.decode_frame(serialize_msg_to_ws_v1(parts, "iopub"))
+    message = decode_frame(serialize_msg_to_ws_v1(parts, "iopub"))
     assert message["channel"] == "iopub"
     assert message["header"]["msg_type"] == "comm_msg"
     assert message["parent_header"] == {"msg_id": "p"}
@@ -67,11 +63,8 @@ def test_v1_frames_match_jupyter_servers_serializer() -> None:
 def test_percentiles_match_numpy(values: list[float]) -> None:
     import numpy as np
 
-    load_test = _load()
     for q in (0.5, 0.95):
-        assert load_test.percentile(values, q) == pytest.approx(
-            float(np.percentile(values, q * 100)), abs=1e-3
-        )
+        assert percentile(values, q) == pytest.approx(float(np.percentile(values, q * 100)), abs=1e-3)
 
 
 # ---------------------------------------------------------------------------------------- a real run
@@ -160,7 +153,6 @@ def ask_the_kernel(connection_info: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_a_short_run_reports_what_proc_and_the_kernels_show() -> None:
-    load_test = _load()
     assert live_load_test_kernels() == {}, "another load test is running"
     inside: dict[str, dict[str, Any]] = {}
     rss_now: dict[str, int] = {}
@@ -177,7 +169,7 @@ def test_a_short_run_reports_what_proc_and_the_kernels_show() -> None:
         for kernel_id, info in connections.items():
             inside[kernel_id] = ask_the_kernel(info)
 
-    cfg = load_test.Config(
+    cfg = Config(
         visitors=2,
         browsers=0,
         arrival_interval=0.0,
@@ -187,7 +179,7 @@ def test_a_short_run_reports_what_proc_and_the_kernels_show() -> None:
         cull_bound=240.0,
     )
     with KernelPoller() as poller:
-        report = load_test.run_load_test(cfg, on_interacted=on_interacted)
+        report = run_load_test(cfg, on_interacted=on_interacted)
     summary = report["summary"]
     visitors = report["visitors"]
     assert summary["failures"]["total"] == 0, [(v["failure"], v["failure_detail"]) for v in visitors]
