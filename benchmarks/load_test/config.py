@@ -70,6 +70,8 @@ class Config:
             raise ValueError("--max-kernels must be at least 1")
         if not 0 <= self.preheat <= MAX_VISITORS:
             raise ValueError(f"--preheat must be between 0 and {MAX_VISITORS}")
+        if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", self.op):
+            raise ValueError("--op must be a catalog op name")
 
     def kernel_cap(self) -> int:
         """The server's --max-kernels: as given, else one per visitor, plus, with a pool,
@@ -77,8 +79,6 @@ class Config:
         if self.max_kernels is not None:
             return self.max_kernels
         return max(self.visitors, self.preheat) + (POOL_REFILLS if self.preheat else 0)
-        if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", self.op):
-            raise ValueError("--op must be a catalog op name")
 
 
 def browser_slots(visitors: int, browsers: int) -> set[int]:
