@@ -192,7 +192,12 @@ def widget_text(widget: Any) -> list[str]:
 
 
 #: words a tab shows while it still computes
-BUSY_WORDS = ("running", "loading", "being asked", "computing", "probing…")
+BUSY_WORDS = (
+    "being asked of a worker process",
+    "loading in the background",
+    "fills in when it is ready",
+    "working…",
+)
 
 
 def dump_app(out: Path) -> None:
@@ -203,6 +208,7 @@ def dump_app(out: Path) -> None:
     (out / "app_preview.html").write_text(app.preview_html())
     for key in list(app.tabs):
         tab = app.select(key)
+        app.ctx.background.wait(240)  # the tab's sweeps and worker questions
         text, deadline = None, time.monotonic() + 300
         while time.monotonic() < deadline:  # settled: the same text three polls running
             time.sleep(2)
