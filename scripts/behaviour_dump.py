@@ -10,8 +10,8 @@ Each CLI case is one ``python -m explorer ... --json`` run in a fresh cache dire
 ``environment`` and every timing field are left out.  Each tab of the app's default view
 (``explorer.App(load_tensorflow=False)``) is dumped as the text of its widgets once it has
 settled: HTML values, Output widgets' HTML and text, and a digest of every image.
-``--compare`` prints each file that differs with a unified diff and exits 1 when any does; stack
-frames in explorer's own files that an error text quotes compare by function, not file and line.
+``--compare`` prints each file that differs with a unified diff and exits 1 when any does; runs of
+stack frames in explorer's own files that an error text quotes compare as one marker.
 """
 
 from __future__ import annotations
@@ -220,18 +220,19 @@ def dump_app(out: Path) -> None:
         print(f"app {key}: {len(text or '')} characters", flush=True)
 
 
-#: a stack frame in one of explorer's own files, as TensorFlow quotes it in an error text: where
-#: the code lives (its file and line) is what a refactor changes, so frames compare by function
+#: a run of stack frames in explorer's own files, as TensorFlow quotes them in an error text:
+#: where the code lives (files, lines, helper functions) is what a refactor changes, so a run of
+#: them compares as one marker
 #: pandas Styler's table id, random per render
 STYLER_ID = re.compile(r"\bT_[0-9a-f]{5}(?=[_\"])")
-OWN_FRAME = re.compile(r'File \\?"[^"\\]*/explorer/[^"\\]*\\?", line \d+, in ')
+OWN_FRAMES = re.compile(r'(?:File \\?"[^"\\]*/explorer/[^"\\]*\\?", line \d+, in \w+(?:\\n|\n))+')
 
 
 def normalised(path: Path) -> str:
     text = path.read_text()
     if path.suffix == ".json":  # scrubbed again: a dump made by an older copy of this script
         text = json.dumps(scrub(json.loads(text)), indent=1, sort_keys=True) + "\n"
-    return STYLER_ID.sub("T_id", OWN_FRAME.sub('File "<explorer>", in ', text))
+    return STYLER_ID.sub("T_id", OWN_FRAMES.sub("<explorer's frames>\\n", text))
 
 
 def compare(before: Path, after: Path) -> int:
