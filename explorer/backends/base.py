@@ -169,3 +169,20 @@ def first_output(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return value[0]
     return value
+
+
+class LoweringBackend(Backend):
+    """A backend whose probe may stop before running (XLA: traced and lowered, not executed):
+    both a run and a probe are one :meth:`_attempt`, told whether to ``execute``."""
+
+    @abstractmethod
+    def _attempt(
+        self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str, execute: bool
+    ) -> Outcome:
+        """Run ``op`` (``execute``) or only build and lower it where the mode allows."""
+
+    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
+        return self._attempt(op, inputs, fmt, device, mode, execute=True)
+
+    def _probe(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
+        return self._attempt(op, inputs, fmt, device, mode, execute=False)

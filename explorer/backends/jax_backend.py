@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.backends.base import Backend, first_output
+from explorer.backends.base import LoweringBackend, first_output
 from explorer.backends.silent import held_in
 from explorer.formats import Format
 from explorer.ops import Call, Op
@@ -199,7 +199,7 @@ def _failed(exc: BaseException, phase: Phase, detail: str) -> Outcome:
     return Outcome(classify_error(text, phase), error=text, detail=detail, phase=phase)
 
 
-class JaxBackend(Backend):
+class JaxBackend(LoweringBackend):
     """Runs each op's JAX call (:func:`jax_call`) on CPU or GPU, op by op or under ``jax.jit``."""
 
     name = "jax"
@@ -228,12 +228,6 @@ class JaxBackend(Backend):
 
     def supports_format(self, fmt: Format) -> bool:
         return jax_dtype(fmt) is not None
-
-    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
-        return self._attempt(op, inputs, fmt, device, mode, execute=True)
-
-    def _probe(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
-        return self._attempt(op, inputs, fmt, device, mode, execute=False)
 
     def _attempt(
         self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str, execute: bool

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.backends.base import Backend, first_output
+from explorer.backends.base import LoweringBackend, first_output
 from explorer.formats import Format
 from explorer.ops import Op
 from explorer.outcome import Outcome, Phase, Status
@@ -218,7 +218,7 @@ def _stage(tf: Any, step: Callable[[], Any]) -> BaseException | None:
     return None
 
 
-class TensorflowBackend(Backend):
+class TensorflowBackend(LoweringBackend):
     """Runs each op's TensorFlow call, eagerly or compiled with XLA."""
 
     name = "tensorflow"
@@ -238,12 +238,6 @@ class TensorflowBackend(Backend):
 
     def supports_format(self, fmt: Format) -> bool:
         return tf_dtype(fmt) is not None
-
-    def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
-        return self._attempt(op, inputs, fmt, device, mode, execute=True)
-
-    def _probe(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
-        return self._attempt(op, inputs, fmt, device, mode, execute=False)
 
     def _attempt(
         self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str, execute: bool
