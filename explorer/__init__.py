@@ -22,7 +22,7 @@ The op catalog and the backends (one interface for every framework):
 
 Probes that may crash or hang run in the sandbox's worker processes:
 
->>> explorer.runtime.sandbox.default_sandbox().run("numpy", "exp", "float16").status.value
+>>> explorer.sandbox.default_sandbox().run("numpy", "exp", "float16").status.value
 'ok'
 
 Where an op overflows, and how accurate each backend is (exact over every float16 input):
