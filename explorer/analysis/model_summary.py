@@ -23,7 +23,7 @@ KINDS: tuple[str, ...] = ("missing_kernel", "run_failed", "overflow", "lost_grad
 #: policy loses gradients
 LOST_GRADIENTS_MARGIN = 0.05
 _KERNEL_ERROR = re.compile(
-    r"Could not find device for node|No registered|not implemented for|NotFoundError|no kernel", re.IGNORECASE
+    r"Could not find device for node|No OpKernel was registered|not implemented for|no kernel", re.IGNORECASE
 )
 _SHORT = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "float32": "float32",
           "float16": "float16", "bfloat16": "bfloat16"}  # fmt: skip

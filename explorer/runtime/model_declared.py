@@ -45,17 +45,18 @@ def _tf_catalog() -> dict[str, str]:
     from explorer.ops import catalog
 
     out: dict[str, str] = {}
-    for name, op in catalog().items():
-        out.setdefault(op.tf_raw_ops[0], name)
+    for name, op in catalog().items():  # an op that is one raw op alone: that raw op is it
+        if len(op.tf_raw_ops) == 1:
+            out.setdefault(op.tf_raw_ops[0], name)
     return out
 
 
 def catalog_op(framework: str, raw_op: str) -> str | None:
-    """The catalog op a raw op is (TensorFlow: the op whose first raw op it is; aten ops and JAX
+    """The catalog op a raw op is (TensorFlow: the op that dispatches to that raw op alone; aten ops and JAX
     primitives: by name, or :data:`_CATALOG_ALIASES`), or None.
 
-    >>> catalog_op("keras", "MatMul"), catalog_op("torch", "aten.addmm"), catalog_op("jax", "tanh")
-    ('matmul', 'matmul', 'tanh')
+    >>> catalog_op("keras", "Mul"), catalog_op("torch", "aten.addmm"), catalog_op("jax", "tanh")
+    ('mul', 'matmul', 'tanh')
     """
     from explorer.ops import catalog
 

@@ -37,6 +37,8 @@ from explorer.analysis.model_trace import (
 POLICIES: tuple[str, ...] = ("float32", "mixed_float16", "mixed_bfloat16", "float16", "bfloat16")
 #: the loss scale of the scaled run (Keras' LossScaleOptimizer starts at 2**15)
 LOSS_SCALE = 2.0**15
+#: the name of the loss-scale argument of the instrumented step (left out of the op list)
+_SCALE = "px_loss_scale"
 #: type attributes that carry an op's data dtype, in the order they are read
 _DTYPE_ATTRS = ("T", "dtype", "DstT", "Tout")
 
@@ -131,6 +133,8 @@ def _traced_ops(operations: Sequence[Any], model: Any) -> list[TracedOp]:
     dtypes = layer_dtypes(model)
     ops = []
     for op in operations:
+        if op.name == _SCALE:  # the loss scale: an argument of the step, not of the model
+            continue
         layer = tf_layer_path(op.name, dtypes)
         compute, variable = dtypes.get(layer.rsplit("/", 1)[-1], ("", ""))
         ops.append(
@@ -164,12 +168,12 @@ def _step_function(model: Any) -> tuple[Any, dict[str, Any]]:
     traced: dict[str, Any] = {}
 
     @tf.function(reduce_retracing=True)
-    def step(inputs: Any, scale: Any) -> Any:
+    def step(inputs: Any, px_loss_scale: Any) -> Any:
         outputs = model(*inputs, training=False)
         operations = list(tf.compat.v1.get_default_graph().get_operations())
         loss = tf.add_n([tf.reduce_mean(tf.square(tf.cast(t, tf.float32))) for t in _flat(outputs)])
         tensors = [op.outputs[0] for op in operations if op.outputs and op.outputs[0].dtype.is_floating]
-        grads = tf.gradients(loss * scale, tensors, unconnected_gradients="none")
+        grads = tf.gradients(loss * px_loss_scale, tensors, unconnected_gradients="none")
         traced["operations"] = operations
         traced["names"] = [t.op.name for t in tensors]
         traced["has_grad"] = [g is not None for g in grads]
@@ -203,7 +207,10 @@ def run_policy(
     loss scaling; per-op statistics from the unscaled one) and what failed, if anything."""
     import tensorflow as tf
 
-    clone = policy_model(model, policy, keep_float32)
+    try:
+        clone = policy_model(model, policy, keep_float32)
+    except (TypeError, ValueError) as exc:  # Keras builds the clone: an op may refuse the dtype here
+        return PolicyRun(policy, (), False, str(exc).strip(), None, "forward")
     step, traced = _step_function(clone)
     tensors = tuple(tf.constant(x) for x in inputs)
     try:

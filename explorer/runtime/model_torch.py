@@ -18,6 +18,7 @@ import contextlib
 import copy
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -150,6 +151,18 @@ def _recorder(stack: list[str]) -> Any:
             n = self.counts.get(raw_op, 0)
             self.counts[raw_op] = n + 1
             name = f"{raw_op}#{n}" if self.recording else f"backward:{raw_op}#{n}"
+            in_floats = [t.dtype for t in inputs if t.dtype.is_floating_point]
+            if self.recording:  # listed before it runs: an op that fails is in the list too
+                self.ops.append(
+                    TracedOp(
+                        name=name,
+                        layer=stack[-1] if stack else "",
+                        raw_op=raw_op,
+                        dtype=dtype_name(in_floats[0]) if in_floats else None,
+                        in_dtypes=tuple(dtype_name(t.dtype) for t in inputs),
+                    )
+                )
+                self.outputs.append([])
             try:
                 out = func(*args, **kwargs)
             except Exception as exc:
@@ -160,17 +173,12 @@ def _recorder(stack: list[str]) -> Any:
                 return out
             outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
             floats = [t.dtype for t in outs + inputs if t.dtype.is_floating_point]
-            self.ops.append(
-                TracedOp(
-                    name=name,
-                    layer=stack[-1] if stack else "",
-                    raw_op=raw_op,
-                    dtype=dtype_name(floats[0]) if floats else (dtype_name(outs[0].dtype) if outs else None),
-                    in_dtypes=tuple(dtype_name(t.dtype) for t in inputs),
-                    out_dtypes=tuple(dtype_name(t.dtype) for t in outs),
-                )
+            self.ops[-1] = replace(
+                self.ops[-1],
+                dtype=dtype_name(floats[0]) if floats else (dtype_name(outs[0].dtype) if outs else None),
+                out_dtypes=tuple(dtype_name(t.dtype) for t in outs),
             )
-            self.outputs.append(outs)
+            self.outputs[-1] = outs
             return out
 
     return Recorder()
@@ -224,8 +232,9 @@ def _pass(module: Any, inputs: Sequence[np.ndarray], policy: str, scale: float) 
     recorder = _recorder(stack)
     dtype = _dtype(policy) if policy in ("float16", "bfloat16") else torch.float32
     tensors = [
-        torch.tensor(x).to(dtype) if np.issubdtype(x.dtype, np.floating) else torch.tensor(x) for x in inputs
-    ]
+        torch.tensor(x).to(dtype).requires_grad_() if np.issubdtype(x.dtype, np.floating) else torch.tensor(x)
+        for x in inputs
+    ]  # the inputs' gradients too: a module without parameters still has a backward pass
     autocast = (
         torch.autocast("cpu", dtype=_dtype(_policy_dtype(policy)))
         if policy.startswith("autocast_")
