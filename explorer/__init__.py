@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and readers
     from explorer.ops import catalog, get_op
     from explorer.queries.accuracy import accuracy
     from explorer.queries.availability import availability
+    from explorer.queries.model_check import check_model
     from explorer.queries.ranges import op_regions
     from explorer.rounding import round_to
     from explorer.runtime import sandbox
@@ -63,6 +64,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "accuracy": ("explorer.queries.accuracy", "accuracy"),
     "availability": ("explorer.queries.availability", "availability"),
     "catalog": ("explorer.ops", "catalog"),
+    "check_model": ("explorer.queries.model_check", "check_model"),
     "get_backend": ("explorer.backends", "get_backend"),
     "get_op": ("explorer.ops", "get_op"),
     "inspect_value": ("explorer.analysis.bits", "inspect_value"),
@@ -99,6 +101,7 @@ __all__ = [
     "all_values",
     "availability",
     "catalog",
+    "check_model",
     "decode",
     "encode",
     "get_backend",

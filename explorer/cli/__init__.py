@@ -19,6 +19,8 @@ accuracy   one (catalog), required   repeatable, required    repeatable
 kernels    repeatable (catalog or    repeatable              repeatable
            TensorFlow raw op)
 train      --                        --                      --
+model      --                        repeatable (formats     ``--device`` repeatable
+                                     judged)
 explain    --                        --                      --
 lab, app   --                        --                      --
 =========  ========================  ======================  ==========================
@@ -44,7 +46,8 @@ only with ``--dry-run``.
 
 **Exit status**: 0 answered; 1 answered, and the answer is a failure a script wants to
 know (``ranges``/``accuracy``: for some ``--dtype`` none of the requested backends could
-run; ``kernels --diff``: the snapshots differ); 2 usage (a bad option, value or name;
+run; ``kernels --diff``: the snapshots differ; ``model``: under some ``--policy`` the model
+does not run, overflows or loses its gradients); 2 usage (a bad option, value or name;
 nothing run; one line on stderr); 130 interrupted; 141 stdout closed early (``| head``);
 ``lab``/``app`` otherwise return the server's status.
 
