@@ -7,6 +7,7 @@ in a subprocess.  Tests that run TensorFlow fail (not skip) when it is missing.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import json
@@ -15,6 +16,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -267,33 +269,71 @@ def require_tensorflow() -> None:
     require_module("tensorflow")
 
 
-def run_python(code: str, timeout: float = 300, script: Path | None = None) -> str:
-    """Run ``code`` in a fresh Python (from the file ``script`` when given, so that tracebacks
-    show its source lines, as a user's script does); returns its stdout."""
+def start_python(code: str, script: Path | None = None) -> subprocess.Popen[str]:
+    """Start ``code`` in a fresh Python (from the file ``script`` when given, so that tracebacks
+    show its source lines, as a user's script does); :func:`python_output` waits for it."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     if script is not None:
         script.write_text(code, encoding="utf-8")
     command = [sys.executable, str(script)] if script is not None else [sys.executable, "-c", code]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def python_output(proc: subprocess.Popen[str], timeout: float = 300) -> str:
+    """The stdout of a Python :func:`start_python` started, once it has exited with status 0."""
+    stdout, stderr = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, stderr[-3000:]
+    return stdout
+
+
+@contextlib.contextmanager
+def stopped_at_exit(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """``proc``, killed (if still running) and reaped when the block ends."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+# Each fresh Python imports TensorFlow (seconds): the errors script, the diagnosis's sandbox
+# worker and the workaround's fresh Python run side by side, on the machine's cores, not one
+# after the other.  The script starts first; the diagnosis is made while it runs; the
+# workaround's Python starts as soon as the diagnosis gives its code.
 
 
 @pytest.fixture(scope="module")
-def tf_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Errors TensorFlow raises here, and the dtype ``tf.range(12, dtype=tf.float16)`` returns."""
+def _errors_script(tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[str]]:
+    """:data:`TF_SCRIPT`, started in a fresh Python from a file."""
     require_tensorflow()
-    out = run_python(TF_SCRIPT, script=tmp_path_factory.mktemp("tf") / "errors.py")
-    line = next(line for line in out.splitlines() if line.startswith("FACTS "))
-    facts: dict[str, Any] = json.loads(line.removeprefix("FACTS "))
-    return facts
+    with stopped_at_exit(start_python(TF_SCRIPT, script=tmp_path_factory.mktemp("tf") / "errors.py")) as p:
+        yield p
 
 
 @pytest.fixture(scope="module")
-def original() -> dict[str, Any]:
+def original(_errors_script: subprocess.Popen[str]) -> dict[str, Any]:
     """diagnose() of the original error, the workaround run in the sandbox."""
     require_tensorflow()
     return diagnose(ORIGINAL)
+
+
+@pytest.fixture(scope="module")
+def _workaround_in_a_fresh_python(original: dict[str, Any]) -> Iterator[subprocess.Popen[str]]:
+    """The diagnosis's workaround code, started in a fresh Python that prints the result's dtype."""
+    code = original["workaround"]["code"] + "\nprint('DTYPE', result.dtype.name)\n"
+    with stopped_at_exit(start_python(code)) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def tf_run(_errors_script: subprocess.Popen[str], _workaround_in_a_fresh_python: Any) -> dict[str, Any]:
+    """Errors TensorFlow raises here, and the dtype ``tf.range(12, dtype=tf.float16)`` returns.
+    (It asks for the workaround's Python only to start it while the script runs.)"""
+    out = python_output(_errors_script)
+    line = next(line for line in out.splitlines() if line.startswith("FACTS "))
+    facts: dict[str, Any] = json.loads(line.removeprefix("FACTS "))
+    return facts
 
 
 # ------------------------------------------------------------------------------------ parsing
@@ -475,12 +515,13 @@ def test_installed_release_really_has_range_float16_on_cpu(
 
 
 @pytest.mark.slow
-def test_the_workaround_runs_in_a_fresh_process_and_returns_float16(original: dict[str, Any]) -> None:
+def test_the_workaround_runs_in_a_fresh_process_and_returns_float16(
+    original: dict[str, Any], _workaround_in_a_fresh_python: subprocess.Popen[str]
+) -> None:
     work = original["workaround"]
     assert work["ran"] is True and work["result_dtype"] == "float16"
     assert "tf.cast" in work["code"] and "float32" in work["code"]
-    out = run_python(work["code"] + "\nprint('DTYPE', result.dtype.name)\n")
-    assert "DTYPE float16" in out
+    assert "DTYPE float16" in python_output(_workaround_in_a_fresh_python)
 
 
 @pytest.mark.slow

@@ -174,8 +174,11 @@ def test_a_short_run_reports_what_proc_and_the_kernels_show() -> None:
         browsers=0,
         arrival_interval=0.0,
         deadline=600.0,
-        cull_idle_timeout=60,  # the kernels must outlive on_interacted on a loaded machine
-        cull_interval=2,
+        # the kernels must outlive on_interacted: the idle clock restarts when it asks them (their
+        # iopub), and the window before that (the last interaction to the last kernel's
+        # kernel_info) is ~3 s here; 20 s leaves room for a loaded machine
+        cull_idle_timeout=20,
+        cull_interval=1,
         cull_bound=240.0,
     )
     with KernelPoller() as poller:

@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -46,8 +47,26 @@ _ORACLE = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def opinfo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The module's data, read in its worker into a fresh disk cache."""
+def _oracle_reading() -> Iterator[subprocess.Popen[str]]:
+    """The oracle's subprocess, started before the module's worker reads ``op_db``: the two
+    (each a fresh torch import and a read of PyTorch's test suite) run side by side."""
+    require_module("torch")
+    require_module("expecttest")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _ORACLE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+@pytest.fixture(scope="module")
+def opinfo(tmp_path_factory: pytest.TempPathFactory, _oracle_reading: Any) -> dict[str, Any]:
+    """The module's data, read in its worker into a fresh disk cache (while the oracle's
+    subprocess reads the database too)."""
     require_module("torch")
     require_module("expecttest")
     mp = pytest.MonkeyPatch()
@@ -60,13 +79,11 @@ def opinfo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def oracle() -> dict[str, dict[str, list[str]]]:
+def oracle(_oracle_reading: subprocess.Popen[str]) -> dict[str, dict[str, list[str]]]:
     """op_db read by this file's own code, in a subprocess."""
-    require_module("torch")
-    require_module("expecttest")
-    done = subprocess.run([sys.executable, "-c", _ORACLE], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+    stdout, stderr = _oracle_reading.communicate(timeout=300)
+    assert _oracle_reading.returncode == 0, stderr[-2000:]
+    return json.loads(stdout)
 
 
 def test_every_entry_matches_the_separate_reading(opinfo, oracle):

@@ -299,15 +299,27 @@ print(json.dumps({
 
 @pytest.mark.slow
 def test_the_tab_trains_in_workers_and_the_kernel_never_imports_tensorflow(tmp_path: Path) -> None:
-    out = subprocess.run(
+    kernel = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(_KERNEL_SCRIPT), str(tmp_path)],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=600,
         cwd=ROOT,
     )
-    assert out.returncode == 0, out.stderr[-3000:]
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    try:
+        # oracles: the same runs in this process, while the kernel's workers train
+        from explorer.training import train
+        from explorer.training.fp8 import train_fp8
+
+        fp8 = train_fp8(scaling="delayed", epochs=2, max_train_samples=256)
+        f32 = train(policy="float32", epochs=2, max_train_samples=256, histogram_steps=(0, -1))
+        stdout, stderr = kernel.communicate(timeout=600)
+    finally:
+        if kernel.poll() is None:
+            kernel.kill()
+            kernel.communicate()
+    assert kernel.returncode == 0, stderr[-3000:]
+    got = json.loads(stdout.strip().splitlines()[-1])
     assert got["status"] == "done", got["error"]
     assert got["imported"] == []  # the visitor's kernel: no framework at all
     assert got["states"] == {"float32": "done", "fp8_emulated": "done"}
@@ -318,14 +330,7 @@ def test_the_tab_trains_in_workers_and_the_kernel_never_imports_tensorflow(tmp_p
     assert got["panel"].startswith("training: done")
     assert got["figure"]
     assert "all at step 7" in got["details"]  # the one Keras run: its last step
-    # oracles: the same runs in this process
-    from explorer.training.fp8 import train_fp8
-
-    fp8 = train_fp8(scaling="delayed", epochs=2, max_train_samples=256)
     np.testing.assert_allclose(got["fp8_losses"], [s.loss for s in fp8.steps], rtol=1e-6)
-    from explorer.training import train
-
-    f32 = train(policy="float32", epochs=2, max_train_samples=256, histogram_steps=(0, -1))
     np.testing.assert_allclose(got["f32_losses"], [s.loss for s in f32.steps], rtol=1e-4)
     assert got["f32_hist_steps"] == list(range(8))  # 12 evenly spaced steps of 8: all of them
     assert TrainingQueue(tmp_path, slots=2).tickets() == []
