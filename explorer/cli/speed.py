@@ -1,0 +1,139 @@
+"""``precision-explorer speed``: the time per call of ops in low-precision dtypes, relative to
+float32 on the same backend, device, mode and shapes (measured here, in worker processes)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+VERB = "speed"
+HELP = "time ops in each dtype against float32 (median, quartiles, ratio_to_float32, slow)"
+JSON_RESULT = (
+    "a list of rows, one per measured cell (float32's own rows included): {backend, op, shapes, dtype, "
+    "device, mode, status (availability with these inputs: ok, fallback, no_kernel, ...), median_seconds, "
+    "q1_seconds, q3_seconds, min_seconds, max_seconds, samples, float32_median_seconds, ratio_to_float32 "
+    "(median over float32's median), slow (ratio above 1.5), result_dtype, first_call_seconds (compilation "
+    "included), error}. How many cells were measured, of how many, is printed on stderr"
+)
+#: the largest --budget (seconds)
+MAX_BUDGET = 24 * 3600.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The verb's options."""
+    from explorer.cli import (
+        add_backend_argument,
+        add_device_argument,
+        add_dtype_argument,
+        add_json_argument,
+        add_op_argument,
+        positive_float,
+        positive_int,
+    )
+    from explorer.queries.speed import DEFAULT_BACKENDS, DEFAULT_DTYPES, DEFAULT_MODES
+
+    add_op_argument(parser, what="op to time", default="--catalog: every op")
+    parser.add_argument(
+        "--catalog", action="store_true", help="time every op of the catalog (bound it with --budget)"
+    )
+    baseline = "; float32 is always timed, as the baseline"
+    add_dtype_argument(parser, default=", ".join(DEFAULT_DTYPES) + baseline)
+    add_backend_argument(parser, default=", ".join(DEFAULT_BACKENDS))
+    parser.add_argument(
+        "--mode",
+        action="append",
+        choices=("eager", "xla", "compile"),
+        help=(
+            "eager, xla (TensorFlow's jit_compile, jax.jit) or compile (torch.compile, Inductor; "
+            f"only when asked for); repeat for several (default: {', '.join(DEFAULT_MODES)}); "
+            "a backend is timed in the modes it has"
+        ),
+    )
+    add_device_argument(parser, repeat=False)
+    parser.add_argument(
+        "--budget",
+        type=positive_float(MAX_BUDGET),
+        metavar="SECONDS",
+        help="stop the whole run within this many seconds (worker start-up included) and say how many cells "
+        "were measured",
+    )
+    parser.add_argument(
+        "--min-time",
+        type=positive_float(60.0),
+        default=None,
+        metavar="SECONDS",
+        help="timed seconds per cell at least (default 0.2; 0.05 with --budget)",
+    )
+    parser.add_argument(
+        "--torch-threads",
+        type=positive_int(1024),
+        default=None,
+        metavar="N",
+        help="PyTorch's intra-op threads in its worker (torch.set_num_threads; default: PyTorch's own). "
+        "On a loaded machine PyTorch's OpenMP threads can wait for each other far longer than the op takes",
+    )
+    add_json_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Time the cells and print a table (or ``--json``); the coverage line goes to stderr."""
+    from explorer.cli import print_json, print_table, unique
+    from explorer.queries.speed import DEFAULT_BACKENDS, DEFAULT_DTYPES, DEFAULT_MODES, speed
+
+    if bool(args.op) == bool(args.catalog):
+        raise ValueError("give --op NAME (repeatable) or --catalog, not both and not neither")
+    backends = unique(args.backend) or list(DEFAULT_BACKENDS)
+    _check_modes(backends, unique(args.mode))
+    modes = unique(args.mode) or list(DEFAULT_MODES)
+    min_time = args.min_time if args.min_time is not None else (0.05 if args.budget else 0.2)
+    result = speed(
+        ops=unique(args.op) or None,
+        dtypes=unique(args.dtype) or list(DEFAULT_DTYPES),
+        backends=backends,
+        modes=modes,
+        device=args.device or "CPU",
+        budget=args.budget,
+        min_time=min_time,
+        min_count=3 if args.budget else 5,
+        torch_threads=args.torch_threads,
+    )
+    rows = [r.to_dict() for r in result.rows]
+    if args.json:
+        print_json(rows)
+    else:
+        print_table([_shown(r) for r in rows], COLUMNS)
+    sys.stdout.flush()
+    print(result.coverage(), file=sys.stderr)
+    return 0
+
+
+#: the columns of the text table
+COLUMNS = (
+    *("backend", "mode", "op", "shapes", "dtype", "status"),
+    *("median_ms", "iqr_ms", "ratio_to_float32", "slow"),
+)
+
+
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
+    """A row for the text table: milliseconds, the interquartile range, ``slow`` as a word."""
+    median = row["median_seconds"]
+    iqr = None if median is None else f"{row['q1_seconds'] * 1e3:.4g}-{row['q3_seconds'] * 1e3:.4g}"
+    ratio = row["ratio_to_float32"]
+    return {
+        **row,
+        "median_ms": None if median is None else median * 1e3,
+        "iqr_ms": iqr,
+        "ratio_to_float32": None if ratio is None else f"{ratio:.2f}x",
+        "slow": "slow" if row["slow"] else "",
+    }
+
+
+def _check_modes(backends: list[str], modes: list[str]) -> None:
+    """ValueError when no backend asked for runs in one of the ``modes``."""
+    from explorer.backends import get_backend
+
+    for mode in modes:
+        if not any(mode in get_backend(b).modes for b in backends):
+            each = "; ".join(f"{get_backend(b).name}: {', '.join(get_backend(b).modes)}" for b in backends)
+            raise ValueError(f"--mode {mode}: none of the backends asked for has it ({each})")

@@ -1,0 +1,208 @@
+"""Is a low-precision dtype faster here?  The time per call of an op in a dtype relative to
+float32 on the same backend, device, mode and shapes (:func:`speed`), measured in the sandbox's
+workers (:mod:`explorer.runtime.speed`).
+
+A row is one cell: its availability ``status`` (``ok``, ``fallback``, ``no_kernel`` ...), its
+timing (median and quartiles, seconds per call) and ``ratio_to_float32`` (its median over the
+float32 median of the same group).  A cell can be ``ok`` and ``slow`` at once
+(:data:`~explorer.analysis.speed.SLOW_RATIO`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from explorer.analysis.speed import SLOW_RATIO, is_slow, ratio_to_baseline, workloads
+from explorer.backends import get_backend, normalize_device
+from explorer.formats import resolve
+from explorer.ops import catalog, get_op
+from explorer.runtime.sandbox import Sandbox
+from explorer.runtime.speed import MAX_TIME, MIN_COUNT, MIN_TIME, Cell, measure_cells
+
+#: the dtype every other dtype is compared with
+BASELINE = "float32"
+#: the backends timed when none is named
+DEFAULT_BACKENDS: tuple[str, ...] = ("tensorflow", "torch", "jax")
+#: the modes timed when none is named (``compile``, PyTorch's torch.compile, only when asked for:
+#: every cell compiles afresh, seconds each)
+DEFAULT_MODES: tuple[str, ...] = ("eager", "xla")
+#: the dtypes timed when none is named
+DEFAULT_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
+
+
+@dataclass
+class SpeedRow:
+    """One measured cell."""
+
+    backend: str
+    op: str
+    #: the input shapes, e.g. ``"512x512,512x512"``
+    shapes: str
+    dtype: str
+    device: str
+    mode: str
+    #: availability of the cell with these inputs (an :class:`explorer.outcome.Status` value)
+    status: str
+    #: seconds per call: median, quartiles, fastest and slowest sample (None when it did not run)
+    median_seconds: float | None = None
+    q1_seconds: float | None = None
+    q3_seconds: float | None = None
+    min_seconds: float | None = None
+    max_seconds: float | None = None
+    #: timing samples taken
+    samples: int = 0
+    #: the float32 median of the same backend, device, mode and shapes
+    float32_median_seconds: float | None = None
+    #: ``median_seconds / float32_median_seconds``
+    ratio_to_float32: float | None = None
+    #: ratio above :data:`~explorer.analysis.speed.SLOW_RATIO`
+    slow: bool = False
+    #: the dtype the result came back in
+    result_dtype: str | None = None
+    #: the first call, compilation included (seconds)
+    first_call_seconds: float | None = None
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields."""
+        return asdict(self)
+
+
+@dataclass
+class SpeedResult:
+    """The rows, and how much of what was asked for was measured."""
+
+    rows: list[SpeedRow] = field(default_factory=list)
+    #: cells asked for (float32 baselines included) and cells measured
+    cells_planned: int = 0
+    cells_measured: int = 0
+    #: the budget (seconds; None: no budget) and the seconds the run took
+    budget_seconds: float | None = None
+    seconds: float = 0.0
+    #: False when the budget ran out first
+    complete: bool = True
+
+    def coverage(self) -> str:
+        """One line: how many cells were measured, in how long, within what budget.
+
+        >>> run = SpeedResult(cells_planned=4, cells_measured=3, budget_seconds=60, seconds=59.2)
+        >>> run.complete = False
+        >>> run.coverage()
+        'measured 3 of 4 cells in 59.2 s (budget 60 s; it ran out before the rest)'
+        """
+        budget = "" if self.budget_seconds is None else f"budget {self.budget_seconds:g} s"
+        tail = "" if self.complete else "; it ran out before the rest"
+        inside = f" ({budget}{tail})" if budget or tail else ""
+        return f"measured {self.cells_measured} of {self.cells_planned} cells in {self.seconds:.1f} s{inside}"
+
+
+def plan(
+    ops: Sequence[str],
+    dtypes: Sequence[str],
+    backends: Sequence[str],
+    modes: Sequence[str],
+    device: str = "CPU",
+) -> list[Cell]:
+    """The cells to measure, float32 first in each group of backend, mode, op and shapes; modes a
+    backend does not have are left out for it.  Bad names raise ValueError.
+
+    >>> cells = plan(["exp"], ["float16"], ["torch"], ["eager", "xla"])
+    >>> [(c.backend, c.mode, c.dtype, c.shapes) for c in cells]
+    [('torch', 'eager', 'float32', ((65536,),)), ('torch', 'eager', 'float16', ((65536,),))]
+    """
+    device = normalize_device(device)
+    names = list(dict.fromkeys([BASELINE, *(resolve(d).name for d in dtypes)]))
+    cells: list[Cell] = []
+    for backend_name in dict.fromkeys(get_backend(b).name for b in backends):
+        backend = get_backend(backend_name)
+        for mode in dict.fromkeys(modes):
+            if mode not in backend.modes:
+                continue
+            for op_name in dict.fromkeys(get_op(o).name for o in ops):
+                op = get_op(op_name)
+                shapes = [tuple(x.shape) for x in op.inputs()]
+                for load in workloads(op.name, op.elementwise, shapes):
+                    cells.extend(Cell(backend_name, op.name, d, device, mode, load.shapes) for d in names)
+    return cells
+
+
+def speed(
+    ops: Sequence[str] | None = None,
+    dtypes: Sequence[str] = DEFAULT_DTYPES,
+    backends: Sequence[str] = DEFAULT_BACKENDS,
+    modes: Sequence[str] = DEFAULT_MODES,
+    device: str = "CPU",
+    budget: float | None = None,
+    sandbox: Sandbox | None = None,
+    min_time: float = MIN_TIME,
+    min_count: int = MIN_COUNT,
+    max_time: float = MAX_TIME,
+    torch_threads: int | None = None,
+    on_row: Callable[[SpeedRow], None] | None = None,
+) -> SpeedResult:
+    """Time ``ops`` (default: the whole catalog) in ``dtypes`` and float32, per backend and mode;
+    with ``budget`` (seconds) the run stops within it and the result says how far it got.
+    ``torch_threads``: PyTorch's intra-op threads in its worker (None: PyTorch's default)."""
+    if budget is not None and not budget > 0:
+        raise ValueError(f"budget must be a positive number of seconds, got {budget!r}")
+    cells = plan(list(ops) if ops else list(catalog()), dtypes, backends, modes, device)
+    baselines: dict[tuple[Any, ...], float | None] = {}
+    result = SpeedResult(cells_planned=len(cells), budget_seconds=budget)
+
+    def collect(cell: Cell, answer: dict[str, Any]) -> None:
+        row = _row(cell, answer, baselines)
+        result.rows.append(row)
+        if on_row is not None:
+            on_row(row)
+
+    run = measure_cells(
+        cells,
+        sandbox=sandbox,
+        budget=budget,
+        min_time=min_time,
+        min_count=min_count,
+        max_time=max_time,
+        torch_threads=torch_threads,
+        on_cell=collect,
+    )
+    result.cells_measured = len(run.measured)
+    result.seconds = run.seconds
+    result.complete = run.complete
+    return result
+
+
+def _group(cell: Cell) -> tuple[Any, ...]:
+    return (cell.backend, cell.op, cell.device, cell.mode, cell.shapes)
+
+
+def _row(cell: Cell, answer: dict[str, Any], baselines: dict[tuple[Any, ...], float | None]) -> SpeedRow:
+    """A row from a worker's answer; float32's median is remembered for its group."""
+    timing = answer.get("timing") or {}
+    median = timing.get("median")
+    if cell.dtype == BASELINE:
+        baselines[_group(cell)] = median
+    base = baselines.get(_group(cell))
+    ratio = ratio_to_baseline(median, base)
+    return SpeedRow(
+        backend=cell.backend,
+        op=cell.op,
+        shapes=",".join("x".join(str(n) for n in s) or "scalar" for s in cell.shapes) or "catalog",
+        dtype=cell.dtype,
+        device=cell.device,
+        mode=cell.mode,
+        status=str(answer.get("status", "error")),
+        median_seconds=median,
+        q1_seconds=timing.get("q1"),
+        q3_seconds=timing.get("q3"),
+        min_seconds=timing.get("minimum"),
+        max_seconds=timing.get("maximum"),
+        samples=int(timing.get("count", 0)),
+        float32_median_seconds=base,
+        ratio_to_float32=ratio,
+        slow=is_slow(ratio, SLOW_RATIO),
+        result_dtype=answer.get("result_dtype"),
+        first_call_seconds=answer.get("first_call_seconds"),
+        error=str(answer.get("error") or ""),
+    )
