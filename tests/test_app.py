@@ -1018,6 +1018,8 @@ def test_environment_tab_counts_gpu_kernels_from_the_registry(tf_app: Any) -> No
     frame = reg.matrix(ops=reg.ops_with_kernels(), dtypes=[tf_app.state.dtype], device_types=["GPU"])
     assert f"<td>{int((frame['status'] == 'ok').sum())}</td>" in markup
     assert "tensorflow" in markup
+    assert "CPU features for low precision" in markup  # each flag with what it means (queries.hardware)
+    assert "<td>avx512_bf16</td>" in markup or "<td>bf16</td>" in markup
 
 
 @pytest.mark.slow

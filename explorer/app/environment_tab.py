@@ -66,7 +66,7 @@ class EnvironmentTab(Tab):
         self.dirty = True
 
     def render(self) -> None:
-        parts = [self._system_html(), self._backends_html(), self._registry_html()]
+        parts = [self._system_html(), self._cpu_features_html(), self._backends_html(), self._registry_html()]
         self.show_html("".join(parts))
         self.clear_message()
 
@@ -83,6 +83,19 @@ class EnvironmentTab(Tab):
         ]
         rows += [{"what": k, "version": v} for k, v in package_versions().items()]
         return "<h4>Software</h4>" + table_html(rows)
+
+    def _cpu_features_html(self) -> str:
+        """The CPU's flags for low-precision arithmetic, with what each means and what follows
+        (``precision-explorer hardware`` adds what PyTorch and oneDNN report)."""
+        from explorer.queries.hardware import feature_rows, hardware
+
+        report = hardware(probe_libraries=False)  # /proc/cpuinfo and nvidia-smi: no framework import
+        notes = "".join(f"<li>{html.escape(note)}</li>" for note in report.notes)
+        return (
+            "<h4>CPU features for low precision</h4>"
+            + table_html(feature_rows(report.cpu))
+            + f"<ul>{notes}</ul>"
+        )
 
     def _backends_html(self) -> str:
         from explorer.backends import BACKEND_NAMES, get_backend

@@ -120,3 +120,19 @@ def hardware(probe_libraries: bool = True) -> HardwareReport:
         gpu["tensor_cores"] = None if row is None else row.to_dict()
     report.gpus = gpus
     return report
+
+
+def feature_rows(features: CpuFeatures) -> list[dict[str, str]]:
+    """One row per flag looked for on the CPU's architecture: the flag, present or not, and what
+    it stands for (the Environment tab's table).
+
+    >>> feature_rows(parse_cpuinfo("flags : avx2"))[0]
+    {'flag': 'avx2', 'present': 'yes', 'meaning': 'AVX2: 256-bit integer and float SIMD'}
+    """
+    from explorer.analysis.cpu_features import ARM_FLAGS, X86_FLAGS
+
+    meanings = ARM_FLAGS if features.architecture == "arm" else X86_FLAGS
+    return [
+        {"flag": flag, "present": "yes" if features.flags[flag] else "no", "meaning": meaning}
+        for flag, meaning in meanings.items()
+    ]
