@@ -126,3 +126,39 @@ def test_cli_refuses_neither_op_nor_catalog(capsys: pytest.CaptureFixture[str]) 
 
     assert main(["speed", "--backend", "numpy"]) == 2
     assert "give --op NAME" in capsys.readouterr().err
+
+
+def test_interleaved_timing_keeps_each_calls_known_time() -> None:
+    from explorer.runtime.timing import measure_interleaved
+
+    clock = SleepingClock()
+    t = measure_interleaved(
+        {"slow": lambda: clock.sleep(0.004), "fast": lambda: clock.sleep(0.001)},
+        warmup=1,
+        min_time=0.02,
+        min_count=3,
+        clock=clock,
+    )
+    assert t["slow"].median == pytest.approx(0.004) and t["fast"].median == pytest.approx(0.001)
+    assert t["slow"].count >= 3 and t["fast"].count >= 20  # each until its own min_time
+
+
+def test_interleaved_rounds_share_a_load_change() -> None:
+    """A load that doubles every call's time halfway through falls on both calls alike."""
+    from explorer.runtime.timing import measure_interleaved
+
+    clock = SleepingClock()
+    calls = {"n": 0}
+
+    def loaded(seconds: float) -> None:
+        calls["n"] += 1
+        clock.sleep(seconds * (2 if calls["n"] > 20 else 1))
+
+    t = measure_interleaved(
+        {"a": lambda: loaded(0.002), "b": lambda: loaded(0.001)},
+        warmup=0,
+        min_time=0.0,
+        min_count=20,
+        clock=clock,
+    )
+    assert t["a"].median / t["b"].median == pytest.approx(2.0)

@@ -1,15 +1,18 @@
-"""Speed measurements in the sandbox's worker processes: one cell (an op at one workload, in one
-dtype, backend, device and mode) timed by :func:`explorer.runtime.timing.measure` inside the
-backend's worker (:func:`measure_cell`), and a list of cells measured one after the other
-within a time budget (:func:`measure_cells`).
+"""Speed measurements in the sandbox's worker processes: an op at one workload in several dtypes
+(one backend, device and mode), their timed calls interleaved
+(:func:`explorer.runtime.timing.measure_interleaved`) inside the backend's worker
+(:func:`measure_group`), and a list of cells measured group after group within a time budget
+(:func:`measure_cells`).
 
-A worker that crashes or hangs costs only its cell (status ``crashed`` / ``timeout``); the next
-cell starts a fresh worker.  The float32 cell of a group and the others are timed in the same
-worker process, so that they share the process's threads and caches.
+Interleaving puts a change in the machine's load on every dtype of the group alike, so that the
+ratios to float32 stay fair on a shared machine.  A worker that crashes or hangs costs its group
+one try; the group is then measured cell by cell in fresh workers, so that the failure costs
+only its own cell (status ``crashed`` / ``timeout``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +61,74 @@ class CellRun:
     complete: bool = True
 
 
+def measure_group(
+    backend: str,
+    op_name: str,
+    dtypes: tuple[str, ...],
+    device: str,
+    mode: str,
+    shapes: tuple[tuple[int, ...], ...],
+    min_time: float = MIN_TIME,
+    min_count: int = MIN_COUNT,
+    max_time: float = MAX_TIME,
+    torch_threads: int | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Worker side: time one op at one workload in several dtypes, their samples interleaved
+    (:func:`explorer.runtime.timing.measure_interleaved`), so that the machine's load falls on
+    every dtype alike.  ``torch_threads``: PyTorch's intra-op threads in this worker
+    (``torch.set_num_threads``; None leaves PyTorch's default).
+
+    Per dtype: ``status`` (``ok``; ``fallback`` when the result came back in another dtype; else
+    the status :meth:`explorer.backends.base.Backend.run` gives the same inputs), ``error``,
+    ``result_dtype``, ``first_call_seconds`` (the first call, compilation included) and ``timing``
+    (:class:`~explorer.analysis.speed.TimingSummary` fields, or None)."""
+    from explorer.backends import get_backend
+    from explorer.formats import resolve
+    from explorer.ops import get_op
+    from explorer.runtime.speed_calls import inputs_for, output_dtype, prepared_call
+    from explorer.runtime.timing import measure_interleaved
+
+    op = get_op(op_name)
+    inputs = inputs_for(op, shapes)
+    if torch_threads is not None and backend == "torch":
+        from explorer.backends.torch_backend import import_torch
+
+        import_torch().set_num_threads(torch_threads)
+    answers: dict[str, dict[str, Any]] = {}
+    calls: dict[str, Callable[[], Any]] = {}
+    with contextlib.ExitStack() as stack:
+        for dtype in dtypes:
+            fmt = resolve(dtype)
+            try:
+                call = stack.enter_context(prepared_call(backend, op, fmt, device, mode, inputs))
+                start = time.perf_counter()
+                out = call()
+                first = time.perf_counter() - start
+            except Exception as exc:  # the backend's own run says what failed, as availability does
+                outcome = get_backend(backend).run(op, fmt, device=device, mode=mode, inputs=inputs)
+                failed = outcome.status if not outcome.ran else Status.ERROR
+                error = outcome.error if not outcome.ran else f"{type(exc).__name__}: {exc}"
+                answers[dtype] = _failed(failed, error)
+                continue
+            result_dtype = output_dtype(out)
+            status = Status.OK if (result_dtype == fmt.name or not op.float_output) else Status.FALLBACK
+            answers[dtype] = {
+                "status": status.value,
+                "error": "",
+                "result_dtype": result_dtype,
+                "first_call_seconds": first,
+                "timing": None,
+            }
+            calls[dtype] = call
+        if calls:
+            timings = measure_interleaved(
+                calls, warmup=1, min_time=min_time, min_count=min_count, max_time=max_time
+            )
+            for dtype, timing in timings.items():
+                answers[dtype]["timing"] = timing.to_dict()
+    return {dtype: answers[dtype] for dtype in dtypes}
+
+
 def measure_cell(
     backend: str,
     op_name: str,
@@ -70,46 +141,33 @@ def measure_cell(
     max_time: float = MAX_TIME,
     torch_threads: int | None = None,
 ) -> dict[str, Any]:
-    """Worker side: time one cell (``torch_threads``: PyTorch's intra-op threads in this worker,
-    ``torch.set_num_threads``; None leaves PyTorch's default).
+    """Worker side: time one cell alone (:func:`measure_group` of one dtype)."""
+    group = measure_group(
+        backend, op_name, (dtype,), device, mode, shapes, min_time, min_count, max_time, torch_threads
+    )
+    return group[dtype]
 
-    Returns ``status`` (``ok``; ``fallback`` when the result came
-    back in another dtype; else the status :meth:`explorer.backends.base.Backend.run` gives the
-    same inputs), ``error``, ``result_dtype``, ``first_call_seconds`` (the first call, compilation
-    included) and ``timing`` (:class:`~explorer.analysis.speed.TimingSummary` fields, or None)."""
-    from explorer.backends import get_backend
-    from explorer.formats import resolve
-    from explorer.ops import get_op
-    from explorer.runtime.speed_calls import inputs_for, output_dtype, prepared_call
-    from explorer.runtime.timing import measure
 
-    op = get_op(op_name)
-    fmt = resolve(dtype)
-    inputs = inputs_for(op, shapes)
-    if torch_threads is not None and backend == "torch":
-        from explorer.backends.torch_backend import import_torch
+def groups_of(cells: list[Cell]) -> list[list[Cell]]:
+    """Consecutive cells that differ only in dtype, together (timed interleaved in one call).
 
-        import_torch().set_num_threads(torch_threads)
-    try:
-        with prepared_call(backend, op, fmt, device, mode, inputs) as call:
-            start = time.perf_counter()
-            out = call()
-            first = time.perf_counter() - start
-            result_dtype = output_dtype(out)
-            timing = measure(call, warmup=1, min_time=min_time, min_count=min_count, max_time=max_time)
-    except Exception as exc:  # the backend's own run says what failed, as availability does
-        outcome = get_backend(backend).run(op, fmt, device=device, mode=mode, inputs=inputs)
-        failed = outcome.status if not outcome.ran else Status.ERROR
-        error = outcome.error if not outcome.ran else f"{type(exc).__name__}: {exc}"
-        return {"status": failed.value, "error": error, "result_dtype": None, "timing": None}
-    status = Status.OK if (result_dtype == fmt.name or not op.float_output) else Status.FALLBACK
-    return {
-        "status": status.value,
-        "error": "",
-        "result_dtype": result_dtype,
-        "first_call_seconds": first,
-        "timing": timing.to_dict(),
-    }
+    >>> a = Cell("torch", "exp", "float32", "CPU", "eager", ((8,),))
+    >>> b = Cell("torch", "exp", "float16", "CPU", "eager", ((8,),))
+    >>> c = Cell("torch", "log", "float32", "CPU", "eager", ((8,),))
+    >>> [[x.dtype for x in g] for g in groups_of([a, b, c])]
+    [['float32', 'float16'], ['float32']]
+    """
+    groups: list[list[Cell]] = []
+    for cell in cells:
+        if groups and _same_group(groups[-1][0], cell):
+            groups[-1].append(cell)
+        else:
+            groups.append([cell])
+    return groups
+
+
+def _same_group(a: Cell, b: Cell) -> bool:
+    return (a.backend, a.op, a.device, a.mode, a.shapes) == (b.backend, b.op, b.device, b.mode, b.shapes)
 
 
 def measure_cells(
@@ -124,31 +182,61 @@ def measure_cells(
     torch_threads: int | None = None,
     on_cell: Callable[[Cell, dict[str, Any]], None] | None = None,
 ) -> CellRun:
-    """Measure ``cells`` in order, each in its backend's worker; with ``budget`` (seconds) the
-    whole run, worker start-up included, stops within it (a cell that would run past it is
-    cut off: the worker is stopped, and the cell is not counted as measured).  ``torch_threads``:
-    see :func:`measure_cell`."""
+    """Measure ``cells`` in order in their backend's worker, the dtypes of one op and workload
+    together (:func:`groups_of`, :func:`measure_group`); a group whose worker crashed or hung
+    is measured again cell by cell, so that the failure costs only its own cell.  With
+    ``budget`` (seconds) the whole run, worker start-up included, stops within it (a group that
+    would run past it is cut off: the worker is stopped, and its cells are not counted as
+    measured).  ``torch_threads``: see :func:`measure_group`."""
     pool = sandbox if sandbox is not None else default_sandbox()
     start = time.perf_counter()
     deadline = None if budget is None else start + budget
     run = CellRun(planned=len(cells))
-    for cell in cells:
-        limit = cell_timeout
-        if deadline is not None:
-            left = deadline - time.perf_counter()
-            if left < MIN_CELL_SECONDS:
-                run.complete = False
-                break
-            limit = min(cell_timeout, left)
-        key = f"{cell.backend}-speed"
-        how = (min_time, min_count, max_time, torch_threads)
-        answer = _call(pool, key, cell, limit, limit < cell_timeout, how)
+    how = (min_time, min_count, max_time, torch_threads)
+
+    def limit() -> float | None:
+        """The time limit of the next call; None when the budget is spent."""
+        if deadline is None:
+            return cell_timeout * 2
+        left = deadline - time.perf_counter()
+        return None if left < MIN_CELL_SECONDS else min(cell_timeout * 2, left)
+
+    for group in groups_of(cells):
+        first = group[0]
+        key = f"{first.backend}-speed"
+        dtypes = tuple(c.dtype for c in group)
+        seconds = limit()
+        if seconds is None:
+            run.complete = False
+            break
+        args = (first.backend, first.op, dtypes, first.device, first.mode, first.shapes, *how)
+        answer = _call(pool, key, first.backend, measure_group, args, seconds, seconds < cell_timeout * 2)
         if answer is None:  # cut off by the budget
             run.complete = False
             break
-        run.measured.append((cell, answer))
-        if on_cell is not None:
-            on_cell(cell, answer)
+        if "status" in answer:  # the worker crashed or hung: each cell on its own
+            answers: dict[str, Any] = {}
+            for cell in group:
+                seconds = limit()
+                single = None
+                if seconds is not None:
+                    args = (cell.backend, cell.op, cell.dtype, cell.device, cell.mode, cell.shapes, *how)
+                    single = _call(
+                        pool, key, cell.backend, measure_cell, args, seconds, seconds < cell_timeout * 2
+                    )
+                if single is None:
+                    break
+                answers[cell.dtype] = single
+            answer = answers
+        for cell in group:
+            if cell.dtype not in answer:
+                run.complete = False
+                break
+            run.measured.append((cell, answer[cell.dtype]))
+            if on_cell is not None:
+                on_cell(cell, answer[cell.dtype])
+        if not run.complete:
+            break
     run.seconds = time.perf_counter() - start
     return run
 
@@ -156,33 +244,23 @@ def measure_cells(
 def _call(
     pool: Sandbox,
     key: str,
-    cell: Cell,
+    backend: str,
+    func: Callable[..., dict[str, Any]],
+    args: tuple[Any, ...],
     limit: float,
     by_budget: bool,
-    how: tuple[float, int, float, int | None],
 ) -> dict[str, Any] | None:
-    """The worker's answer for ``cell`` (``how``: min_time, min_count, max_time, torch_threads); a
-    crash or hang becomes its status; None when the time limit was the budget's (``by_budget``)
-    and ran out."""
+    """``func(*args)`` in worker ``key`` (started and warmed first, within ``limit``); a crash or
+    hang becomes one failed answer (a dict with ``status``); None when the time limit was the
+    budget's (``by_budget``) and ran out."""
     began = time.perf_counter()
     try:
         if pool.calls(key) == 0:
-            pool.call(key, warm_backend, cell.backend, timeout=min(WARMUP_TIMEOUT, limit))
+            pool.call(key, warm_backend, backend, timeout=min(WARMUP_TIMEOUT, limit))
         left = limit - (time.perf_counter() - began)
         if left <= 0:
             return None if by_budget else _failed(Status.TIMEOUT, "starting the worker took the cell's time")
-        answer: dict[str, Any] = pool.call(
-            key,
-            measure_cell,
-            cell.backend,
-            cell.op,
-            cell.dtype,
-            cell.device,
-            cell.mode,
-            cell.shapes,
-            *how,
-            timeout=left,
-        )
+        answer: dict[str, Any] = pool.call(key, func, *args, timeout=left)
         return answer
     except SandboxTimeout as exc:
         return None if by_budget else _failed(Status.TIMEOUT, str(exc))
