@@ -220,9 +220,9 @@ def measure_cells(
                 seconds = limit()
                 single = None
                 if seconds is not None:
-                    args = (cell.backend, cell.op, cell.dtype, cell.device, cell.mode, cell.shapes, *how)
+                    one = (cell.backend, cell.op, cell.dtype, cell.device, cell.mode, cell.shapes, *how)
                     single = _call(
-                        pool, key, cell.backend, measure_cell, args, seconds, seconds < cell_timeout * 2
+                        pool, key, cell.backend, measure_cell, one, seconds, seconds < cell_timeout * 2
                     )
                 if single is None:
                     break
