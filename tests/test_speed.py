@@ -110,14 +110,14 @@ def test_cli_budget_stops_the_catalog_and_says_how_far_it_got(capsys: pytest.Cap
 
     from explorer.cli import main
 
-    status = main(["speed", "--catalog", "--backend", "numpy", "--budget", "2", "--json"])
+    status = main(["speed", "--catalog", "--backend", "numpy", "--budget", "4", "--json"])
     captured = capsys.readouterr()
     assert status == 0
     rows = json.loads(captured.out)["result"]
     line = captured.err.strip().splitlines()[-1]
     measured, planned = (int(w) for w in line.split()[1:4:2])
     assert measured == len(rows) and 0 < measured < planned
-    assert "budget 2 s; it ran out before the rest" in line
+    assert "budget 4 s; it ran out before the rest" in line
     assert all("ratio_to_float32" in r for r in rows)
 
 

@@ -33,6 +33,8 @@ MAX_TIME = 2.0
 CELL_TIMEOUT = 300.0
 #: a cell is not started with less than this many seconds of the budget left
 MIN_CELL_SECONDS = 0.5
+#: seconds of a budget kept for stopping a worker cut off by it
+STOP_MARGIN = 1.0
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,7 @@ def measure_cells(
         """The time limit of the next call; None when the budget is spent."""
         if deadline is None:
             return cell_timeout * 2
-        left = deadline - time.perf_counter()
+        left = deadline - time.perf_counter() - STOP_MARGIN
         return None if left < MIN_CELL_SECONDS else min(cell_timeout * 2, left)
 
     for group in groups_of(cells):
