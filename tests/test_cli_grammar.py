@@ -29,6 +29,8 @@ CLAIMS: dict[str, dict[str, bool]] = {
     "accuracy": {"--op": False, "--dtype": True, "--backend": True, "--device": True},
     "kernels": {"--op": True, "--dtype": True, "--backend": True, "--device": True},
     "train": {},
+    "speed": {"--op": True, "--dtype": True, "--backend": True, "--device": False},
+    "hardware": {},
     "lab": {},
     "app": {},
 }
