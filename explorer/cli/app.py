@@ -23,7 +23,9 @@ Workshop mode:
 Voila runs as ``python -m explorer.server.voila_main`` (Voila plus the Host guard and the
 kernel cap, see :mod:`explorer.server.voila_main`) in a session of its own; SIGTERM,
 SIGINT or SIGHUP to this command stops Voila and every kernel it started
-(:func:`explorer.server.process_tree.supervise`).  The offline template and Voila's
+(:func:`explorer.server.process_tree.supervise`); if this command is killed (SIGKILL),
+Voila stops itself (:func:`explorer.server.process_tree.stop_with_launcher`) and its kernels
+with it.  The offline template and Voila's
 connection files live in one ``px-voila-*`` temporary directory, removed on exit;
 ``--dry-run`` only prints the command and creates nothing.
 """
@@ -355,7 +357,7 @@ def run(args: argparse.Namespace) -> int:
     the offline template and Voila's connection files in one ``px-voila-*`` temporary
     directory that is removed however the run ends.
     """
-    from explorer.server.process_tree import supervise
+    from explorer.server.process_tree import LAUNCHER_ENV, supervise
     from explorer.training.queue import SLOTS_ENV
 
     check_options(args)
@@ -383,7 +385,8 @@ def run(args: argparse.Namespace) -> int:
         writer = start_first_view(template_root) if template_root and args.notebook is None else None
         print(f"Serving {notebook} at http://127.0.0.1:{args.port}/ (Ctrl-C to stop)", flush=True)
         try:
-            return supervise(cmd, env={**voila_env(template_root), **kernel_env})
+            launcher = {LAUNCHER_ENV: str(os.getpid())}  # Voila stops if this process dies
+            return supervise(cmd, env={**voila_env(template_root), **kernel_env, **launcher})
         finally:
             if writer is not None and writer.poll() is None:
                 writer.kill()

@@ -25,11 +25,17 @@ Why this mechanism (checked against Voila 0.5.13 and jupyter_server 2.21):
 - With ``--preheat_kernel=True`` Voila keeps a pool of kernels that have already run the
   notebook; :class:`~explorer.server.kernels.CappedKernelManager` refills it only within the
   cap and logs :data:`~explorer.server.kernels.POOL_READY` as each pooled kernel is ready.
+- The kernel websocket is :class:`~explorer.server.websocket.KernelChannelsHandler`: the v1
+  protocol only, because Voila's own handler spins on legacy-protocol binary frames.
+- Started by ``precision-explorer app``, the server stops when that launcher dies, even by
+  SIGKILL (:func:`~explorer.server.process_tree.stop_with_launcher`); its kernels
+  (ipykernel, started with ``JPY_PARENT_PID``) exit when it does.
 """
 
 from __future__ import annotations
 
 import html
+import os
 import sys
 from typing import Any
 
@@ -40,9 +46,12 @@ from tornado.web import RequestHandler
 from traitlets import List, Unicode, validate
 from voila.app import Voila
 from voila.tornado.handler import TornadoVoilaHandler
+from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler
 
 from explorer.server.hosts import host_allowed, normalize_host_name
 from explorer.server.kernels import CappedKernelManager, ServerFull
+from explorer.server.process_tree import LAUNCHER_ENV, stop_with_launcher
+from explorer.server.websocket import KernelChannelsHandler
 
 #: Seconds a refused visitor is told to wait (the ``Retry-After`` header).
 RETRY_AFTER_S = 120
@@ -159,11 +168,16 @@ class WorkshopVoila(Voila):
             configuration.multi_kernel_manager_class = CappedKernelManager
 
     def init_handlers(self) -> list[Any]:
-        """Voila's routes, with the notebook page served by :class:`CappedVoilaHandler`."""
+        """Voila's routes, with the notebook page served by :class:`CappedVoilaHandler` and the
+        kernel websocket by :class:`~explorer.server.websocket.KernelChannelsHandler`."""
+        replacements = {
+            TornadoVoilaHandler: CappedVoilaHandler,
+            VoilaKernelWebsocketHandler: KernelChannelsHandler,
+        }
         handlers = []
         for spec in super().init_handlers():
-            if spec[1] is TornadoVoilaHandler:
-                spec = (spec[0], CappedVoilaHandler, *spec[2:])
+            if spec[1] in replacements:
+                spec = (spec[0], replacements[spec[1]], *spec[2:])
             handlers.append(spec)
         return handlers
 
@@ -180,7 +194,12 @@ class WorkshopVoila(Voila):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m explorer.server.voila_main``: like ``python -m voila``."""
+    """``python -m explorer.server.voila_main``: like ``python -m voila``; started by
+    ``precision-explorer app`` (``$PX_LAUNCHER_PID`` set), it stops when the launcher dies
+    (:func:`~explorer.server.process_tree.stop_with_launcher`)."""
+    launcher = os.environ.pop(LAUNCHER_ENV, "")
+    if launcher.isdigit():
+        stop_with_launcher(int(launcher))
     WorkshopVoila.launch_instance(argv=argv)
 
 
