@@ -146,14 +146,16 @@ def test_a_legacy_protocol_client_is_refused_and_the_server_stays_idle(server: V
 
 @pytest.mark.slow
 def test_voila_and_its_kernels_die_with_a_killed_launcher(server: VoilaServer) -> None:
-    """SIGKILL to ``precision-explorer app`` (it cannot stop anything): Voila stops itself, and
-    its kernels go with it.  Kills the module's server: keep this test last."""
+    """SIGKILL to ``precision-explorer app`` (it cannot stop anything): Voila stops itself, its
+    kernels go with it, and the launcher's temporary directory is removed.  Kills the module's
+    server: keep this test last."""
     if not server.kernels():  # the test above left one
         new_visitor(server)
     kernels = server.kernels()
     pid = voila_pid(server)
     tree = descendants(server.proc.pid)
     assert pid in tree and set(kernels) < set(tree)
+    assert next(p.name for p in server.tmpdir.iterdir()).startswith("px-voila-")
 
     server.proc.send_signal(signal.SIGKILL)
     assert server.proc.wait(30) == -signal.SIGKILL
@@ -162,3 +164,4 @@ def test_voila_and_its_kernels_die_with_a_killed_launcher(server: VoilaServer) -
         return not any(is_alive(p, started) for p, started in tree.items())
 
     wait_until(all_gone, 60, "Voila and its kernels to exit after the launcher was killed", every=0.2)
+    assert list(server.tmpdir.iterdir()) == []

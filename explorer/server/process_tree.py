@@ -40,6 +40,10 @@ REFRESH_S = 1.0
 WATCH_S = 0.5
 #: The environment variable that gives the server its launcher's pid.
 LAUNCHER_ENV = "PX_LAUNCHER_PID"
+#: The environment variable that gives the server its launcher's temporary directory (named
+#: ``LAUNCHER_DIR_PREFIX...``), for the server to remove if the launcher is killed.
+LAUNCHER_DIR_ENV = "PX_LAUNCHER_DIR"
+LAUNCHER_DIR_PREFIX = "px-voila-"
 
 _PROC = Path("/proc")
 _PR_SET_PDEATHSIG = 1
@@ -181,23 +185,28 @@ def supervise(
 
 
 def stop_with_launcher(launcher_pid: int, grace_s: float = STOP_GRACE_S) -> threading.Thread:
-    """In the server: get SIGTERM when the launcher ``launcher_pid`` (the parent) dies, and
-    exit ``grace_s`` seconds later if still running.
+    """In the server, before it starts anything: get SIGTERM when the launcher ``launcher_pid``
+    (the parent) dies, and exit ``grace_s`` seconds later if still running.
 
     SIGTERM is the server's own clean stop (Voila shuts its kernels down); it comes from
-    ``PR_SET_PDEATHSIG`` (Linux) and from a thread that watches ``getppid()`` (everywhere,
-    and when the parent died before this was called), which also ends the process with
-    ``os._exit(1)`` after ``grace_s``, for a main thread too busy to stop.  Call it from the
-    main thread, early.  Returns the watching thread (a daemon).
+    ``PR_SET_PDEATHSIG`` (Linux), else from a thread that watches ``getppid()``; that thread
+    also ends the process with ``os._exit(1)`` ``grace_s`` seconds after the launcher died, for
+    a main thread too busy to stop.  A launcher already gone exits this process at once.
+    Returns the watching thread (a daemon).
     """
+    armed = False  # whether the kernel sends the SIGTERM
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0
+    if os.getppid() != launcher_pid:  # it died before the line above took effect
+        os._exit(1)
 
     def watch() -> None:
         while os.getppid() == launcher_pid:
             time.sleep(WATCH_S)
-        os.kill(os.getpid(), signal.SIGTERM)
+        if not armed:
+            os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(grace_s)
         os._exit(1)
 

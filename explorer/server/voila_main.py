@@ -28,15 +28,18 @@ Why this mechanism (checked against Voila 0.5.13 and jupyter_server 2.21):
 - The kernel websocket is :class:`~explorer.server.websocket.KernelChannelsHandler`: the v1
   protocol only, because Voila's own handler spins on legacy-protocol binary frames.
 - Started by ``precision-explorer app``, the server stops when that launcher dies, even by
-  SIGKILL (:func:`~explorer.server.process_tree.stop_with_launcher`); its kernels
-  (ipykernel, started with ``JPY_PARENT_PID``) exit when it does.
+  SIGKILL (:func:`~explorer.server.process_tree.stop_with_launcher`: Voila's own clean stop,
+  which shuts its kernels down; kernels left by a hard exit follow their parent too, ipykernel
+  watching ``JPY_PARENT_PID``), and removes the launcher's temporary directory.
 """
 
 from __future__ import annotations
 
 import html
 import os
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from tornado.httputil import HTTPServerRequest
@@ -50,7 +53,12 @@ from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler
 
 from explorer.server.hosts import host_allowed, normalize_host_name
 from explorer.server.kernels import CappedKernelManager, ServerFull
-from explorer.server.process_tree import LAUNCHER_ENV, stop_with_launcher
+from explorer.server.process_tree import (
+    LAUNCHER_DIR_ENV,
+    LAUNCHER_DIR_PREFIX,
+    LAUNCHER_ENV,
+    stop_with_launcher,
+)
 from explorer.server.websocket import KernelChannelsHandler
 
 #: Seconds a refused visitor is told to wait (the ``Retry-After`` header).
@@ -194,13 +202,23 @@ class WorkshopVoila(Voila):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m explorer.server.voila_main``: like ``python -m voila``; started by
-    ``precision-explorer app`` (``$PX_LAUNCHER_PID`` set), it stops when the launcher dies
-    (:func:`~explorer.server.process_tree.stop_with_launcher`)."""
+    """``python -m explorer.server.voila_main``: like ``python -m voila``.
+
+    Started by ``precision-explorer app`` (``$PX_LAUNCHER_PID`` set), it stops when the
+    launcher dies (:func:`~explorer.server.process_tree.stop_with_launcher`) and then removes
+    the launcher's ``px-voila-*`` directory (``$PX_LAUNCHER_DIR``), which the launcher, killed,
+    could not.
+    """
     launcher = os.environ.pop(LAUNCHER_ENV, "")
+    work_dir = os.environ.pop(LAUNCHER_DIR_ENV, "")
     if launcher.isdigit():
         stop_with_launcher(int(launcher))
-    WorkshopVoila.launch_instance(argv=argv)
+    try:
+        WorkshopVoila.launch_instance(argv=argv)
+    finally:
+        orphaned = launcher.isdigit() and os.getppid() != int(launcher)
+        if orphaned and Path(work_dir).name.startswith(LAUNCHER_DIR_PREFIX):
+            shutil.rmtree(work_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
