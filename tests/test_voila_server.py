@@ -10,8 +10,6 @@ that stays open.  Deadlines are generous; nothing asserts how fast anything is.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import os
 import re
 import signal
@@ -23,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from explorer.server.process_tree import descendants, is_alive
-from tests.support import voila
+from tests.support import kernel_ws, voila
 from tests.support.voila import SLIDER_CELL, VoilaServer, write_notebook
 from tests.support.voila import http_get as get
 
@@ -197,34 +195,26 @@ async def _stay_connected_until_culled(server: VoilaServer, kid: str, timeout: f
 
     Returns the seconds the connection stayed open while waiting.
     """
-    from tornado.websocket import websocket_connect
-
-    ws = await websocket_connect(
-        f"ws://127.0.0.1:{server.port}/api/kernels/{kid}/channels?session_id=px-test"
-    )
+    ws = await kernel_ws.connect(server.port, kid)
     try:
-        msg_id = uuid.uuid4().hex
-        header = {"msg_id": msg_id, "msg_type": "kernel_info_request", "session": "px-test"}
-        header |= {"username": "px", "version": "5.3", "date": ""}
-        request = {"header": header, "parent_header": {}, "metadata": {}, "content": {}, "channel": "shell"}
-        await ws.write_message(json.dumps(request))
-        deadline = time.monotonic() + 60
-        while True:  # the reply proves the tab is connected to a live kernel
-            message = await asyncio.wait_for(ws.read_message(), max(1.0, deadline - time.monotonic()))
-            assert message is not None, "websocket closed before the kernel replied"
-            reply = json.loads(message)
-            if reply.get("parent_header", {}).get("msg_id") == msg_id and reply["channel"] == "shell":
-                break
+        request = kernel_ws.message("kernel_info_request", {})
+        kernel_ws.send(ws, request)
+        msg_id = request["header"]["msg_id"]
+
+        def is_reply(msg: dict[str, object]) -> bool:  # proves the tab is connected to a live kernel
+            parent = msg.get("parent_header")
+            return (
+                msg.get("channel") == "shell" and isinstance(parent, dict) and parent.get("msg_id") == msg_id
+            )
+
+        await kernel_ws.receive_until(ws, is_reply, 60)
         opened = time.monotonic()
         deadline = opened + timeout
         while server.kernels() and time.monotonic() < deadline:
             await asyncio.sleep(0.5)
         return time.monotonic() - opened
     finally:
-        ws.close()
-        with contextlib.suppress(asyncio.TimeoutError):  # let the closing handshake finish
-            while await asyncio.wait_for(ws.read_message(), 10) is not None:
-                pass
+        await kernel_ws.close(ws)
 
 
 @pytest.mark.slow

@@ -9,8 +9,8 @@ from typing import Any
 #: Largest websocket message a light client accepts (the full widget state).
 MAX_WS_MESSAGE = 256 * 2**20
 WIDGET_PROTOCOL = "2.1.0"
-#: The websocket protocol browsers speak (JupyterLab services); the legacy JSON one made Voila
-#: spin at 100 % CPU when the widget state was requested (seen here, see the report).
+#: The websocket protocol browsers speak (JupyterLab services), the only one the server accepts
+#: (:mod:`explorer.server.websocket`: the legacy one made Voila spin at 100 % CPU).
 WS_PROTOCOL = "v1.kernel.websocket.jupyter.org"
 CONTROL_PROTOCOL = "1.0.0"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

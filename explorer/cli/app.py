@@ -23,7 +23,9 @@ Workshop mode:
 Voila runs as ``python -m explorer.server.voila_main`` (Voila plus the Host guard and the
 kernel cap, see :mod:`explorer.server.voila_main`) in a session of its own; SIGTERM,
 SIGINT or SIGHUP to this command stops Voila and every kernel it started
-(:func:`explorer.server.process_tree.supervise`).  The offline template and Voila's
+(:func:`explorer.server.process_tree.supervise`); if this command is killed (SIGKILL),
+Voila stops itself (:func:`explorer.server.process_tree.stop_with_launcher`), its kernels
+with it, and removes the temporary directory below.  The offline template and Voila's
 connection files live in one ``px-voila-*`` temporary directory, removed on exit;
 ``--dry-run`` only prints the command and creates nothing.
 """
@@ -355,7 +357,7 @@ def run(args: argparse.Namespace) -> int:
     the offline template and Voila's connection files in one ``px-voila-*`` temporary
     directory that is removed however the run ends.
     """
-    from explorer.server.process_tree import supervise
+    from explorer.server.process_tree import LAUNCHER_DIR_ENV, LAUNCHER_DIR_PREFIX, LAUNCHER_ENV, supervise
     from explorer.training.queue import SLOTS_ENV
 
     check_options(args)
@@ -375,7 +377,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(shlex.join([f"{k}={v}" for k, v in kernel_env.items()] + cmd))
         return 0
-    with tempfile.TemporaryDirectory(prefix="px-voila-", ignore_cleanup_errors=True) as tmp:
+    with tempfile.TemporaryDirectory(prefix=LAUNCHER_DIR_PREFIX, ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         template_root = None if args.cdn_template else write_offline_template(work)
         cmd = _command(args, notebook, work)
@@ -383,7 +385,9 @@ def run(args: argparse.Namespace) -> int:
         writer = start_first_view(template_root) if template_root and args.notebook is None else None
         print(f"Serving {notebook} at http://127.0.0.1:{args.port}/ (Ctrl-C to stop)", flush=True)
         try:
-            return supervise(cmd, env={**voila_env(template_root), **kernel_env})
+            # Voila stops, and removes ``work``, if this process is killed
+            launcher = {LAUNCHER_ENV: str(os.getpid()), LAUNCHER_DIR_ENV: str(work)}
+            return supervise(cmd, env={**voila_env(template_root), **kernel_env, **launcher})
         finally:
             if writer is not None and writer.poll() is None:
                 writer.kill()

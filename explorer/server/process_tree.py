@@ -10,14 +10,20 @@ own, within a grace period, or by SIGKILL), signals whatever on that list is sti
 
 Where ``/proc`` does not exist the descendants are unknown; only the server's process
 group is signalled.  No dependency beyond the standard library.
+
+A launcher killed by SIGKILL stops nothing: so the server, told its launcher's pid in
+:data:`LAUNCHER_ENV`, stops itself when the launcher dies (:func:`stop_with_launcher`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,7 +36,17 @@ LEFTOVER_GRACE_S = 3.0
 #: Seconds between two refreshes of the list of descendants while the server runs.
 REFRESH_S = 1.0
 
+#: Seconds between two looks at the parent's pid in :func:`stop_with_launcher`.
+WATCH_S = 0.5
+#: The environment variable that gives the server its launcher's pid.
+LAUNCHER_ENV = "PX_LAUNCHER_PID"
+#: The environment variable that gives the server its launcher's temporary directory (named
+#: ``LAUNCHER_DIR_PREFIX...``), for the server to remove if the launcher is killed.
+LAUNCHER_DIR_ENV = "PX_LAUNCHER_DIR"
+LAUNCHER_DIR_PREFIX = "px-voila-"
+
 _PROC = Path("/proc")
+_PR_SET_PDEATHSIG = 1
 
 
 def _stat(pid: int) -> tuple[str, int, int] | None:
@@ -166,3 +182,34 @@ def supervise(
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def stop_with_launcher(launcher_pid: int, grace_s: float = STOP_GRACE_S) -> threading.Thread:
+    """In the server, before it starts anything: get SIGTERM when the launcher ``launcher_pid``
+    (the parent) dies, and exit ``grace_s`` seconds later if still running.
+
+    SIGTERM is the server's own clean stop (Voila shuts its kernels down); it comes from
+    ``PR_SET_PDEATHSIG`` (Linux), else from a thread that watches ``getppid()``; that thread
+    also ends the process with ``os._exit(1)`` ``grace_s`` seconds after the launcher died, for
+    a main thread too busy to stop.  A launcher already gone exits this process at once.
+    Returns the watching thread (a daemon).
+    """
+    armed = False  # whether the kernel sends the SIGTERM
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0
+    if os.getppid() != launcher_pid:  # it died before the line above took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == launcher_pid:
+            time.sleep(WATCH_S)
+        if not armed:
+            os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace_s)
+        os._exit(1)
+
+    watcher = threading.Thread(target=watch, name="px-launcher-watch", daemon=True)
+    watcher.start()
+    return watcher

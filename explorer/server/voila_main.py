@@ -25,12 +25,21 @@ Why this mechanism (checked against Voila 0.5.13 and jupyter_server 2.21):
 - With ``--preheat_kernel=True`` Voila keeps a pool of kernels that have already run the
   notebook; :class:`~explorer.server.kernels.CappedKernelManager` refills it only within the
   cap and logs :data:`~explorer.server.kernels.POOL_READY` as each pooled kernel is ready.
+- The kernel websocket is :class:`~explorer.server.websocket.KernelChannelsHandler`: the v1
+  protocol only, because Voila's own handler spins on legacy-protocol binary frames.
+- Started by ``precision-explorer app``, the server stops when that launcher dies, even by
+  SIGKILL (:func:`~explorer.server.process_tree.stop_with_launcher`: Voila's own clean stop,
+  which shuts its kernels down; kernels left by a hard exit follow their parent too, ipykernel
+  watching ``JPY_PARENT_PID``), and removes the launcher's temporary directory.
 """
 
 from __future__ import annotations
 
 import html
+import os
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from tornado.httputil import HTTPServerRequest
@@ -40,9 +49,17 @@ from tornado.web import RequestHandler
 from traitlets import List, Unicode, validate
 from voila.app import Voila
 from voila.tornado.handler import TornadoVoilaHandler
+from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler
 
 from explorer.server.hosts import host_allowed, normalize_host_name
 from explorer.server.kernels import CappedKernelManager, ServerFull
+from explorer.server.process_tree import (
+    LAUNCHER_DIR_ENV,
+    LAUNCHER_DIR_PREFIX,
+    LAUNCHER_ENV,
+    stop_with_launcher,
+)
+from explorer.server.websocket import KernelChannelsHandler
 
 #: Seconds a refused visitor is told to wait (the ``Retry-After`` header).
 RETRY_AFTER_S = 120
@@ -159,11 +176,16 @@ class WorkshopVoila(Voila):
             configuration.multi_kernel_manager_class = CappedKernelManager
 
     def init_handlers(self) -> list[Any]:
-        """Voila's routes, with the notebook page served by :class:`CappedVoilaHandler`."""
+        """Voila's routes, with the notebook page served by :class:`CappedVoilaHandler` and the
+        kernel websocket by :class:`~explorer.server.websocket.KernelChannelsHandler`."""
+        replacements = {
+            TornadoVoilaHandler: CappedVoilaHandler,
+            VoilaKernelWebsocketHandler: KernelChannelsHandler,
+        }
         handlers = []
         for spec in super().init_handlers():
-            if spec[1] is TornadoVoilaHandler:
-                spec = (spec[0], CappedVoilaHandler, *spec[2:])
+            if spec[1] in replacements:
+                spec = (spec[0], replacements[spec[1]], *spec[2:])
             handlers.append(spec)
         return handlers
 
@@ -180,8 +202,23 @@ class WorkshopVoila(Voila):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m explorer.server.voila_main``: like ``python -m voila``."""
-    WorkshopVoila.launch_instance(argv=argv)
+    """``python -m explorer.server.voila_main``: like ``python -m voila``.
+
+    Started by ``precision-explorer app`` (``$PX_LAUNCHER_PID`` set), it stops when the
+    launcher dies (:func:`~explorer.server.process_tree.stop_with_launcher`) and then removes
+    the launcher's ``px-voila-*`` directory (``$PX_LAUNCHER_DIR``), which the launcher, killed,
+    could not.
+    """
+    launcher = os.environ.pop(LAUNCHER_ENV, "")
+    work_dir = os.environ.pop(LAUNCHER_DIR_ENV, "")
+    if launcher.isdigit():
+        stop_with_launcher(int(launcher))
+    try:
+        WorkshopVoila.launch_instance(argv=argv)
+    finally:
+        orphaned = launcher.isdigit() and os.getppid() != int(launcher)
+        if orphaned and Path(work_dir).name.startswith(LAUNCHER_DIR_PREFIX):
+            shutil.rmtree(work_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
