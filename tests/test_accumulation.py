@@ -86,7 +86,7 @@ def test_bad_arguments_raise() -> None:
         summation_study("bfloat16", distribution="cauchy")
     with pytest.raises(ValueError, match="accumulator"):
         running_sum([1.0], "bfloat16", "float128")
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="n must be an integer from 1 to"):
         make_terms("uniform", 0)
     with pytest.raises(ValueError, match="same size"):
         running_dot([1.0, 2.0], [1.0], "float16")
@@ -98,3 +98,23 @@ def test_running_sum_plot_has_one_line_per_accumulator() -> None:
     fig = plot_running_sum(summation_study("bfloat16", n=2000))
     labels = [line.get_label() for line in fig.axes[0].lines]
     assert sum("accumulator" in label for label in labels) == 3
+
+
+@pytest.mark.parametrize("n", [10**10, 0, -1, True, 2.0, "10"])
+def test_term_counts_outside_the_bound_are_refused_before_any_allocation(n) -> None:  # type: ignore[no-untyped-def]
+    """Issue 24, item 4: ``summation_study(n=10**10)`` raised MemoryError and ``dot_study(n=0)``
+    IndexError; each is a ValueError naming the limit, raised before anything is allocated (a
+    MemoryError or an IndexError would escape ``pytest.raises(ValueError)``)."""
+    from explorer.analysis.accumulation import MAX_TERMS
+
+    for study in (summation_study, dot_study):
+        with pytest.raises(ValueError, match=f"from 1 to {MAX_TERMS}"):
+            study("bfloat16", n=n)
+
+
+def test_the_largest_term_count_runs() -> None:
+    """The bound is one the studies reach: MAX_TERMS ones sum exactly in float32 (2**24 > 10**6)."""
+    from explorer.analysis.accumulation import MAX_TERMS
+
+    study = summation_study("bfloat16", n=MAX_TERMS, distribution="ones", accumulators=("float32",))
+    assert study.final["float32"] == float(MAX_TERMS) == study.exact_final

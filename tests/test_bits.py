@@ -122,3 +122,43 @@ def test_bit_fields_plot_draws_one_box_per_bit() -> None:
     infos = [inspect_value("0.1", "float16"), inspect_value("0.1", "float8_e4m3fn")]
     fig = plot_bit_fields(infos)
     assert len(fig.axes[0].patches) == 16 + 8
+
+
+def _holds_nan(name: str) -> bool | None:
+    """Does the dtype of that name keep a NaN (ml_dtypes' or NumPy's own cast)? None: no such dtype."""
+    dtype = getattr(ml_dtypes, name, None) or (name if name in ("float16", "float32", "float64") else None)
+    if dtype is None:
+        return None
+    with np.errstate(invalid="ignore"):
+        return bool(np.isnan(np.array(np.nan).astype(dtype).astype(np.float64)))
+
+
+@pytest.mark.parametrize("fmt", all_formats(), ids=lambda f: f.name)
+def test_nan_into_a_format_without_nan_is_said(fmt) -> None:  # type: ignore[no-untyped-def]
+    """Issue 24, item 4: ``inspect_value("nan", "float4_e2m1fn")`` returned -0.0 and said nothing;
+    the value says the format has no NaN and what was stored, as the beyond-max case says it
+    saturates.  Which formats keep a NaN is asked of ml_dtypes/NumPy casts."""
+    holds = _holds_nan(fmt.name)
+    if holds is None:
+        pytest.skip(f"no ml_dtypes or NumPy dtype named {fmt.name} to ask")
+    info = inspect_value("nan", fmt)
+    assert np.isnan(info.value) == holds
+    if holds:
+        assert info.explanation == f"NaN stays NaN in {fmt.name}."
+    else:
+        assert info.explanation.startswith(f"{fmt.name} has no NaN: NaN is stored as "), info.explanation
+        stored = float(np.array(np.nan).astype(getattr(ml_dtypes, fmt.name)).astype(np.float64))
+        sign = "-" if np.signbit(stored) else ""
+        assert f" stored as {sign}{abs(stored):g} " in info.explanation, (stored, info.explanation)
+
+
+def test_cli_bits_prints_why() -> None:
+    from explorer.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["bits", "nan", "--dtype", "float4_e2m1fn", "--dtype", "e4m3"]) == 0
+    lines = [line.split(None, 1) for line in out.getvalue().splitlines() if line.strip()]
+    why = [text for key, text in lines if key == "explanation"]
+    assert len(why) == 2, out.getvalue()
+    assert why[0].startswith("float4_e2m1fn has no NaN: NaN is stored as ") and "NaN stays NaN" in why[1]

@@ -175,6 +175,14 @@ def test_callback_progress_and_cancel() -> None:
         ({"learning_rate": 0.0}, "learning_rate"),
         ({"forward_format": "float7"}, "float7"),
         ({"max_train_samples": 10}, "max_train_samples"),
+        # issue 24, item 4: a NaN margin was accepted (the scale became NaN)
+        ({"margin": float("nan")}, "margin must be an integer from 0 to 32"),
+        ({"margin": 2.5}, "margin"),
+        ({"margin": -1}, "margin"),
+        ({"margin": 33}, "margin"),
+        ({"margin": True}, "margin"),
+        ({"loss_multiplier": float("inf")}, "loss_multiplier"),
+        ({"learning_rate": float("nan")}, "learning_rate"),
     ],
 )
 def test_bad_input_is_a_clear_error(fields, message) -> None:

@@ -236,3 +236,73 @@ def _diff(want: list[list[str]], got: list[list[str]]) -> str:
     return "\n".join(
         list(difflib.unified_diff(lines(want), lines(got), "expected", "this run", lineterm="", n=2))[:80]
     )
+
+
+# ------------------------------------------------------------------ figures in the prose
+
+#: a figure in text: 65,504 or 1e-10 or 0.5 (not a digit inside a name such as float16)
+_FIGURE = re.compile(r"(?<![\w.])(\d[\d,_]*(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w])")
+
+
+def _figures(text: str) -> list[str]:
+    return [f.rstrip(",") for f in _FIGURE.findall(text)]
+
+
+def _number(figure: str) -> float:
+    return float(figure.replace(",", "").replace("_", ""))
+
+
+def _half_unit(figure: str) -> float:
+    """Half a unit in the last significant digit the figure shows (``5,000``: 500; ``0.25``: 0.005)."""
+    mantissa = re.split(r"[eE]", figure.replace(",", "").replace("_", ""))[0]
+    exponent = int(re.split(r"[eE]", figure)[1]) if re.search(r"[eE]", figure) else 0
+    if "." in mantissa:
+        last = -len(mantissa.split(".")[1])
+    else:
+        last = len(mantissa) - len(mantissa.rstrip("0")) if mantissa.strip("0") else 0
+    return 0.5 * 10.0 ** (last + exponent)
+
+
+def _prose(source: str) -> str:
+    """A markdown cell's running text: no code spans, headings or list numbers."""
+    text = re.sub(r"`[^`]*`", " ", source)
+    text = re.sub(r"^#.*$", " ", text, flags=re.M)
+    return re.sub(r"^\s*\d+\.\s", " ", text, flags=re.M)
+
+
+def test_figures_in_the_text_of_notebook_02_are_printed_by_its_cells() -> None:
+    """Issue 24, item 4: notebook 02 says the figures its text quotes are the ones its cells
+    print; each figure of its markdown is within its last digit of a number a code cell prints
+    (its recorded outputs) or is given (its source: an input such as ``n=10_000``)."""
+    import nbformat
+
+    path = NOTEBOOK_DIR / "02_overflow_underflow.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    recorded = _load_expected(path)["cells"]
+    printed = " ".join(text for cell in recorded.values() for _, text in cell["outputs"])
+    typed = " ".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+    known = [_number(f) for f in _figures(printed + " " + typed)]
+    missing = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for figure in _figures(_prose(cell.source)):
+            value, tolerance = _number(figure), _half_unit(figure)
+            if not any(abs(k - value) <= tolerance for k in known):
+                missing.append(figure)
+    assert not missing, f"figures in the text that no cell prints or is given: {missing}"
+
+
+def test_notebook_04_states_the_amax_history_length_its_cell_uses() -> None:
+    """Issue 24, item 4: the text said the history holds 16 steps, the cell below used
+    ``history_len=4``; the cell prints its length, and the text states no other."""
+    import nbformat
+
+    path = NOTEBOOK_DIR / "04_fp8.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    (index,) = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "DelayedScaler(" in c.source]
+    used = int(re.search(r"history_len=(\d+)", nb.cells[index].source).group(1))  # type: ignore[union-attr]
+    stated = [int(n) for n in re.findall(r"(\d+) steps", nb.cells[index - 1].source)]
+    assert all(n == used for n in stated), (stated, used)
+    outputs = _load_expected(path)["cells"][str(index)]["outputs"]
+    assert any(f"the last {used} steps" in text for kind, text in outputs if kind == "stdout"), outputs

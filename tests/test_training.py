@@ -339,6 +339,28 @@ def test_cli_train_json_and_errors(capsys, tmp_path) -> None:
         )
     assert (tmp_path / "training.png").stat().st_size > 0
     assert (tmp_path / "gradients_float32.png").exists()
+    # issue 24, item 4: the keys --help lists are the keys each result has, at the level it
+    # says (grad_zero_fraction was listed in the result; it is in each epoch of history)
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    said = " ".join(capsys.readouterr().out.split()).split("; result: ", 1)[1]
+    top, nested = _help_keys(said)
+    for d in data:
+        assert top == set(d), (top, set(d))
+        assert nested["history"] == set(d["history"][0])
+        assert nested["final"] == set(d["final"])
+
+
+def _help_keys(said: str) -> tuple[set[str], dict[str, set[str]]]:
+    """The keys ``train --help`` lists for each result: "(a, b, history: [one object per epoch:
+    c, d], final: {e, f}, g)" -> ({a, b, history, final, g}, {history: {c, d}, final: {e, f}})."""
+    import re
+
+    inner = said[said.index("(") + 1 : said.rindex(")")]
+    listed = r"(\w+): [\[{](?:one object per \w+: )?([^\]}]*)[\]}]"
+    nested = {name: set(body.split(", ")) for name, body in re.findall(listed, inner)}
+    top = set(re.sub(listed, r"\1", inner).split(", "))
+    return top, nested
 
 
 def test_keras_callbacks_get_the_hooks_and_can_stop_the_run(keras) -> None:

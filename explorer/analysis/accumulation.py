@@ -30,6 +30,10 @@ ACCUMULATORS: tuple[str, ...] = ("format", "float32", "float64")
 #: Distributions of :func:`summation_study`.
 DISTRIBUTIONS: tuple[str, ...] = ("uniform", "normal", "ones")
 METHODS: tuple[str, ...] = ("sequential", "pairwise")
+#: most terms of :func:`summation_study`, :func:`dot_study` and :func:`make_terms`: each
+#: study keeps a running sum per accumulator (8 bytes a term each), and formats that numpy
+#: cannot add in (the float8/6/4 formats) are summed in a Python loop, one term at a time
+MAX_TERMS = 1_000_000
 #: accumulators whose ``np.add`` loop rounds each sum once from float32 or wider
 _UFUNC_ACCUMULATORS = (*NUMPY_NATIVE_FORMATS, "bfloat16")
 
@@ -195,12 +199,28 @@ class SummationStudy:
         }
 
 
+def check_term_count(n: Any) -> int:
+    """``n`` as an int when it is a whole number of terms from 1 to :data:`MAX_TERMS`;
+    ValueError naming the limit otherwise.
+
+    >>> check_term_count(10_000)
+    10000
+    >>> check_term_count(10**10)
+    Traceback (most recent call last):
+    ...
+    ValueError: n must be an integer from 1 to 1000000 (MAX_TERMS), got 10000000000
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or not 1 <= n <= MAX_TERMS:
+        raise ValueError(f"n must be an integer from 1 to {MAX_TERMS} (MAX_TERMS), got {n!r}")
+    return int(n)
+
+
 def make_terms(distribution: str, n: int, seed: int = 0) -> np.ndarray:
-    """``n`` deterministic float64 terms: ``uniform`` on [0, 1), standard ``normal``, or ``ones``."""
+    """``n`` deterministic float64 terms: ``uniform`` on [0, 1), standard ``normal``, or ``ones``
+    (``n`` from 1 to :data:`MAX_TERMS`)."""
     if distribution not in DISTRIBUTIONS:
         raise ValueError(f"unknown distribution {distribution!r}; valid: {', '.join(DISTRIBUTIONS)}")
-    if not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    n = check_term_count(n)
     rng = np.random.default_rng(seed)
     if distribution == "uniform":
         return rng.uniform(0.0, 1.0, n)
@@ -216,7 +236,9 @@ def summation_study(
     seed: int = 0,
     accumulators: tuple[str, ...] = ACCUMULATORS,
 ) -> SummationStudy:
-    """Sum ``n`` terms (rounded to ``fmt``) sequentially and pairwise in each accumulator."""
+    """Sum ``n`` terms (rounded to ``fmt``) sequentially and pairwise in each accumulator;
+    ValueError for ``n`` outside 1 to :data:`MAX_TERMS`."""
+    n = check_term_count(n)
     fmt = resolve(fmt)
     terms = fmt.round(make_terms(distribution, n, seed)).astype(np.float64)
     study = SummationStudy(fmt.name, distribution, int(n), seed, terms, math.fsum(terms.tolist()))
@@ -247,7 +269,9 @@ class DotStudy:
 def dot_study(
     fmt: Any = "bfloat16", n: int = 10_000, seed: int = 0, accumulators: tuple[str, ...] = ACCUMULATORS
 ) -> DotStudy:
-    """Dot product of two uniform(0, 1) vectors rounded to ``fmt``, in each accumulator."""
+    """Dot product of two uniform(0, 1) vectors of ``n`` elements (1 to :data:`MAX_TERMS`)
+    rounded to ``fmt``, in each accumulator."""
+    n = check_term_count(n)
     fmt = resolve(fmt)
     rng = np.random.default_rng(seed)
     a = fmt.round(rng.uniform(0, 1, n)).astype(np.float64)

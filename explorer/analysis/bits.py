@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -57,6 +57,9 @@ class BitInfo:
     rounding_error: float
     #: ``rounding_error / |input|`` (None when the input is 0, inf or NaN)
     relative_error: float | None
+    #: why the format stores this value (:func:`explain_value`): exact, rounded, underflowed,
+    #: overflowed, saturated, or a NaN the format cannot hold
+    explanation: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values."""
@@ -163,10 +166,13 @@ def _neighbours(value: float, fmt: Format) -> tuple[float | None, float | None]:
 
 def inspect_value(value: Any, fmt: Any) -> BitInfo:
     """Round ``value`` (a number, or a decimal string for an exact rounding error) to ``fmt``
-    and take it apart: sign, exponent and mantissa fields, exact value, neighbours, error.
+    and take it apart: sign, exponent and mantissa fields, exact value, neighbours, error, and
+    the sentence of :func:`explain_value` (a NaN or an infinity the format cannot hold is said).
 
     >>> inspect_value(65519, "float16").value, inspect_value(65520, "float16").value
     (65504.0, inf)
+    >>> inspect_value("nan", "float4_e2m1fn").explanation
+    "float4_e2m1fn has no NaN: NaN is stored as -0 (ml_dtypes' conversion)."
     """
     fmt = resolve(fmt)
     number, exact_in = _parse(value)
@@ -192,7 +198,7 @@ def inspect_value(value: Any, fmt: Any) -> BitInfo:
             error = stored if exact_in is not None else stored - number
         relative = None
     width = fmt.bits
-    return BitInfo(
+    info = BitInfo(
         format=fmt.name,
         input=number,
         value=stored,
@@ -210,6 +216,7 @@ def inspect_value(value: Any, fmt: Any) -> BitInfo:
         rounding_error=error,
         relative_error=relative,
     )
+    return replace(info, explanation=explain_value(info))
 
 
 def value_table(fmt: Any) -> Any:
@@ -251,7 +258,10 @@ def _power_of_two(value: float) -> str:
 
 
 def _short(value: float) -> str:
-    """A value as people read it: integers in full, others to 4 significant digits."""
+    """A value as people read it: integers in full (``-0`` keeps its sign), others to 4
+    significant digits."""
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
     if math.isfinite(value) and value.is_integer() and abs(value) < 1e7:
         return str(int(value))
     return format(value, ".4g")

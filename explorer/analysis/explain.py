@@ -21,6 +21,14 @@ _FAILING_OP = (
     re.compile(r"\[Op:(\w+)\]"),
 )
 
+#: how to install a backend that is not installed, from the project's folder (the extras of
+#: its pyproject.toml; TensorFlow comes with the package itself)
+INSTALL_HINTS = {
+    "tensorflow": 'python -m pip install -e "."',
+    "torch": 'python -m pip install -e ".[torch]"',
+    "jax": 'python -m pip install -e ".[jax]"',
+}
+
 _MODE_WORDS = {
     "eager": "eagerly",
     "xla": "under XLA",
@@ -95,7 +103,7 @@ def explain(row: dict[str, Any], reg: Registry | None) -> str:
             return ""
         return declared_sentence(reg, row["raw_op"], dtype, device)
     if status is Status.NOT_INSTALLED:
-        extra = " (pip install 'precision-explorer[torch]')" if backend == "torch" else ""
+        extra = f" ({INSTALL_HINTS[backend]})" if backend in INSTALL_HINTS else ""
         return f"{backend} is not installed here{extra}, so {op} was not run."
     if status is Status.NO_DEVICE:
         text = f"There is no {device} on this machine, so {op} in {dtype} could not be run there"

@@ -54,9 +54,10 @@ nothing run; one line on stderr); 130 interrupted; 141 stdout closed early (``| 
 Bad input is refused before any work, with exit status 2 and one line on stderr:
 numbers and names by the argparse ``type=`` functions below (:func:`positive_int`,
 :func:`bounded_int`, :func:`positive_float`, :func:`format_name`, :func:`backend_name`,
-:func:`device_name`, :func:`catalog_op_name`, :func:`op_or_raw_op_name`: argparse prints
-its usage and the line), the rest by each verb's ``run`` before it starts
-(``precision-explorer VERB: error: ...``).  Text that came from the user, a snapshot or
+:func:`device_name`, :func:`catalog_op_name`, :func:`op_or_raw_op_name`), as every
+argparse error, by :class:`ArgumentParser` (``precision-explorer VERB: error: ... (see
+precision-explorer VERB --help)``, no usage block), the rest by each verb's ``run``
+before it starts (``precision-explorer VERB: error: ...``).  Text that came from the user, a snapshot or
 an error is printed through :func:`safe_text`.
 """
 
@@ -72,11 +73,12 @@ import os
 import pkgutil
 import re
 import sys
-import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any
 
+from explorer.cli._parser import ArgumentParser, exit_status_epilog
+from explorer.cli._parser import fill as _fill
 from explorer.textsafety import strip_control
 
 #: exit status when stdout was closed early (``precision-explorer formats | head``): 128 + SIGPIPE
@@ -349,15 +351,6 @@ def unique(values: Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(values or []))
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser, with its error line made safe: one line, no control characters."""
-
-    def error(self, message: str) -> NoReturn:
-        """Print the usage and ``PROG: error: MESSAGE`` (one line) on stderr; exit 2."""
-        self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {safe_text(message)}\n")
-
-
 def _verb_modules() -> list[ModuleType]:
     modules = []
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -373,48 +366,6 @@ _VERBOSE_HELP = (
     "let TensorFlow's C++ log lines (absl, oneDNN, XLA) and the sandbox workers' stderr "
     "through (before or after the verb)"
 )
-
-
-#: width of the --help texts this module wraps (descriptions and epilogs)
-_HELP_WIDTH = 88
-
-
-def _fill(text: str, first: str = "", rest: str = "") -> str:
-    return textwrap.fill(
-        text, _HELP_WIDTH, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False
-    )
-
-
-def exit_status_epilog(
-    exit_1: str | None = None,
-    json_result: str | None = None,
-    other: str | None = None,
-    notes: str | None = None,
-) -> str:
-    """The ``--help`` epilog of a verb: ``notes``, its exit statuses (``exit_1``: when it exits
-    1; ``other``: any other status), and what ``result`` holds in its JSON.
-
-    >>> print(exit_status_epilog("the snapshots differ"))
-    exit status:
-      0    answered
-      1    answered, and the answer is a failure: the snapshots differ
-      2    usage: a bad option, value or name (one line on stderr); nothing was run
-      130  interrupted; 141: stdout closed early (| head)
-    """
-    pad = " " * 7
-    lines = ["exit status:", "  0    answered"]
-    if exit_1:
-        lines.append(_fill(f"answered, and the answer is a failure: {exit_1}", "  1    ", pad))
-    usage = "usage: a bad option, value or name (one line on stderr); nothing was run"
-    lines.append(_fill(usage, "  2    ", pad))
-    lines.append("  130  interrupted; 141: stdout closed early (| head)")
-    if other:
-        lines.append(_fill(other, "  else ", pad))
-    parts = [_fill(notes)] if notes else []
-    parts.append("\n".join(lines))
-    if json_result:
-        parts.append(_fill('--json prints {"environment": {...}, "result": ...}; result: ' + json_result))
-    return "\n\n".join(parts)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -506,9 +457,9 @@ def framework_logging(verbose: bool = False) -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, with a one-line message).
 
-    Bad values of options make argparse exit (``SystemExit(2)``, usage and one error
-    line); bad input found by a verb (a ValueError, TypeError or OSError such as a missing file)
-    prints ``precision-explorer VERB: error: ...`` and returns 2.  A closed stdout
+    Bad values of options make argparse exit (``SystemExit(2)``, one error line: see
+    :class:`ArgumentParser`); bad input found by a verb (a ValueError, TypeError or OSError
+    such as a missing file) prints ``precision-explorer VERB: error: ...`` and returns 2.  A closed stdout
     (``| head``) returns 141 quietly, Ctrl-C returns 130; any other exception is a bug
     and propagates.  The verb runs inside :func:`framework_logging` (quiet unless
     ``--verbose``).

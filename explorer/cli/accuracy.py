@@ -102,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         where = f" on {e['device']}" if len(devices) > 1 else ""
         print(f"{e['op']} in {e['format']}{where} ({scope})")
         print_table(e["backends"], COLUMNS)
+        for line in not_run_lines(e["backends"]):
+            print(line)
         for line in DEFINITIONS.values():
             print(f"  {line}")
         n = e["n_disagreements"]
@@ -112,3 +114,24 @@ def run(args: argparse.Namespace) -> int:
             if shown:
                 print_table(shown, list(shown[0]))
     return status
+
+
+def not_run_lines(backends: list[dict[str, Any]]) -> list[str]:
+    """Why each backend that did not run did not (its status and the first line of its error),
+    one line each, for the table whose columns it leaves empty.
+
+    >>> not_run_lines([{"backend": "numpy", "status": "unsupported_dtype", "max_ulp_steps": None,
+    ...                 "error": "numpy has no bfloat16 dtype"},
+    ...                {"backend": "emulated", "status": "ok", "max_ulp_steps": 0}])
+    ['  numpy did not run (unsupported_dtype): numpy has no bfloat16 dtype']
+    """
+    from explorer.cli import safe_text
+
+    lines = []
+    for b in backends:
+        if b.get("status") == "ok" or b.get("max_ulp_steps") is not None:  # it ran: its figures say
+            continue
+        first = (b.get("error") or "").strip().splitlines()[:1]
+        reason = f": {first[0]}" if first else ""
+        lines.append(safe_text(f"  {b['backend']} did not run ({b['status']}){reason}"))
+    return lines

@@ -9,8 +9,9 @@ VERB = "bits"
 HELP = "sign/exponent/mantissa bits, exact value, neighbours and rounding error of a value in a format"
 JSON_RESULT = (
     "a list of rows: one per --dtype (format, input, value, exact, bits, hex, sign, exponent and "
-    "mantissa fields, kind, below, above, rounding_error, relative_error); with --table one per "
-    "code point of each format (format, code, bits, hex, value, class, sign, exponent_field, "
+    "mantissa fields, kind, below, above, rounding_error, relative_error, explanation: why the "
+    "format stores that value); with --table one per code point of each format (format, code, "
+    "bits, hex, value, class, sign, exponent_field, "
     "mantissa_field)"
 )
 

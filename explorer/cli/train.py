@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 VERB = "train"
 HELP = "train a small MLP/CNN on the bundled digits under mixed-precision policies (Keras on TensorFlow)"
 JSON_RESULT = (
     "a list, one object per policy (policy, model, scenario, compute_dtype, variable_dtype, "
-    "loss_scaling, history: [one object per epoch], final, grad_zero_fraction, skipped_steps, seconds, ...)"
+    "loss_scaling, history: [one object per epoch: epoch, loss, accuracy, val_loss, val_accuracy, "
+    "loss_scale, grad_zero_fraction, grad_subnormal_fraction, grad_nonfinite_fraction, skipped_steps, "
+    "seconds_per_step], final: {loss, accuracy, val_loss, val_accuracy, loss_scale}, skipped_steps, "
+    "seconds, cancelled, stopped_early)"
 )
 
 
@@ -40,14 +44,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seed", type=bounded_int(0, MAX_SEED), default=0, help=f"random seed (default 0; 0 to {MAX_SEED})"
     )
     add_json_argument(parser)
-    parser.add_argument("--out", metavar="DIR", help="write PNG plots (curves, histograms) to DIR")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write PNG plots (training.png, gradients_POLICY.png) to DIR, replacing files of those "
+        "names; DIR is made if missing, but its parent folder must exist",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Train each policy and print a table (or ``--json``); everything is checked before TensorFlow loads."""
     import importlib.util
     import sys
-    from pathlib import Path
 
     from explorer.cli import print_json, print_table
     from explorer.training import POLICY_NAMES, TrainingConfig, run_policies
@@ -58,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
         TrainingConfig(
             policy=p, model=args.model, scenario=args.scenario, epochs=args.epochs, seed=args.seed
         ).validated()
-    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ValueError(f"--out {args.out!r} exists and is not a directory")
+    if args.out is not None:
+        check_out_directory(args.out)
     if not getattr(args, "verbose", False) and importlib.util.find_spec("tensorflow") is not None:
         # TensorFlow first, through the quiet import (its import-time C++ lines hidden), not
         # through Keras' plain ``import tensorflow``
@@ -110,15 +118,41 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_out_directory(out: str) -> None:
+    """ValueError (one line) unless ``--out`` names a directory, or a missing one whose parent
+    folder exists (only the last folder is made, as ``mkdir`` without ``-p``)."""
+    from pathlib import Path
+
+    from explorer.textsafety import strip_control
+
+    directory = Path(out)
+    shown = strip_control(repr(out))
+    if not out.strip():
+        raise ValueError("--out '': the folder name is empty")
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"--out {shown} exists and is not a directory")
+    if not directory.exists() and not directory.parent.is_dir():
+        raise ValueError(
+            f"--out {shown}: its parent folder {strip_control(str(directory.parent))} does not exist"
+        )
+
+
 def _write_plots(results: list, out: str) -> None:
+    """Each plot written whole (a temporary file renamed over the PNG), or not at all."""
+    import io
     from pathlib import Path
 
     from explorer.plots.training import plot_gradient_histogram, training_figure
+    from explorer.runtime.atomic_file import write_bytes_atomically
+
+    def save(figure: Any, name: str) -> None:
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=110)
+        write_bytes_atomically(directory / name, buffer.getvalue())
 
     directory = Path(out)
-    directory.mkdir(parents=True, exist_ok=True)
-    training_figure(results).savefig(directory / "training.png", dpi=110)
+    directory.mkdir(exist_ok=True)
+    save(training_figure(results), "training.png")
     for r in results:
         if r.histograms:
-            ax = plot_gradient_histogram(r.histograms)
-            ax.figure.savefig(directory / f"gradients_{r.policy}.png", dpi=110)
+            save(plot_gradient_histogram(r.histograms).figure, f"gradients_{r.policy}.png")

@@ -35,11 +35,9 @@ failed save leaves no half-written file (and the temporary file is removed).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -48,6 +46,7 @@ from explorer.analysis import snapshot_schema as schema
 from explorer.analysis.availability_rows import EXTRA_KEYS, ROW_KEYS
 from explorer.analysis.snapshot_schema import CELL_KEYS, KIND, VERSION, SnapshotError
 from explorer.queries.availability_result import AvailabilityResult
+from explorer.runtime.atomic_file import write_bytes_atomically
 from explorer.textsafety import strip_control
 
 __all__ = [
@@ -182,7 +181,8 @@ def _parse(content: bytes | str, source: str) -> AvailabilityResult:
 
 def check_save_path(path: str | Path) -> Path:
     """``path`` as a Path if a snapshot can be saved there, else SnapshotError (a ValueError):
-    an empty path, a directory, or something that exists but is not a regular file."""
+    an empty path, a directory, something that exists but is not a regular file, or a file in
+    a folder that does not exist (no folder is created, as ``cp`` or a shell's ``>`` create none)."""
     text = os.fspath(path)
     shown = strip_control(str(text))
     if not str(text).strip():
@@ -194,11 +194,16 @@ def check_save_path(path: str | Path) -> Path:
         raise SnapshotError(f"cannot save a snapshot to {shown}: it is a directory")
     if target.exists() and not target.is_file():
         raise SnapshotError(f"cannot save a snapshot to {shown}: it exists and is not a regular file")
-    for folder in target.parents:  # the nearest existing folder must be one
-        if folder.exists():
-            if not folder.is_dir():
-                raise SnapshotError(f"cannot save a snapshot to {shown}: {folder} is not a directory")
-            break
+    folder = target.parent
+    if not folder.is_dir():
+        existing = next((f for f in target.parents if f.exists()), None)
+        if existing is not None and not existing.is_dir():
+            raise SnapshotError(
+                f"cannot save a snapshot to {shown}: {strip_control(str(existing))} is not a directory"
+            )
+        raise SnapshotError(
+            f"cannot save a snapshot to {shown}: the folder {strip_control(str(folder))} does not exist"
+        )
     return target
 
 
@@ -232,46 +237,20 @@ def snapshot_data(result: AvailabilityResult, source: str = "snapshot") -> dict[
 def save_snapshot(result: AvailabilityResult, path: str | Path) -> Path:
     """Write ``result`` with its environment to ``path`` atomically; returns the path.
 
-    SnapshotError (a ValueError) for an empty path, a directory, a path that cannot be
-    written, or rows that would not load back; nothing is left behind on failure.
+    SnapshotError (a ValueError) for an empty path, a directory, a folder that does not exist
+    (none is created), a path that cannot be written, or rows that would not load back; the
+    snapshot is written to a temporary file in the same folder and renamed over ``path``, so a
+    failure leaves ``path`` as it was and nothing behind.
     """
     target = check_save_path(path)
     shown = strip_control(str(target))
     data = snapshot_data(result, shown)
     payload = json.dumps(data, allow_nan=False).encode("utf-8")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        write_bytes_atomically(target, payload)
     except OSError as exc:
         raise SnapshotError(f"cannot save a snapshot to {shown}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if hasattr(os, "fchmod"):  # not on Windows before Python 3.13
-                os.fchmod(handle.fileno(), _file_mode(target))
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise SnapshotError(f"cannot save a snapshot to {shown}: {exc.strerror or exc}") from None
-        raise
     return target
-
-
-def _file_mode(target: Path) -> int:
-    """Permissions for the saved file: the replaced file's, else 0o666 less the umask (as
-    ``open`` would give; the temporary file starts as 0o600)."""
-    with contextlib.suppress(OSError):
-        return stat.S_IMODE(os.stat(target).st_mode)
-    umask = 0o022
-    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("Umask:"):
-                umask = int(line.split()[1], 8)
-    return 0o666 & ~umask
 
 
 def _cut(text: str) -> str:

@@ -51,6 +51,10 @@ from explorer.rounding import round_to
 SCALING_MODES: tuple[str, ...] = ("delayed", "none", "float32")
 FORWARD_FORMAT = "float8_e4m3fn"
 BACKWARD_FORMAT = "float8_e5m2"
+#: largest ``margin`` (powers of two of headroom below the format's max): E5M2 spans 2**32
+#: from its smallest subnormal to its max, so with a larger margin every scaled value of a
+#: tensor would fall below the smallest fp8 value
+MAX_MARGIN = 32
 
 
 def quantize(
@@ -127,8 +131,18 @@ class Fp8Config:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not self.learning_rate > 0 or not self.loss_multiplier > 0:
-            raise ValueError("learning_rate and loss_multiplier must be positive")
+        for name in ("learning_rate", "loss_multiplier"):
+            value = getattr(self, name)
+            number = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+            if not number or not 0 < value < np.inf:
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        margin = self.margin
+        if (
+            isinstance(margin, bool)
+            or not isinstance(margin, int | np.integer)
+            or not 0 <= margin <= MAX_MARGIN
+        ):
+            raise ValueError(f"margin must be an integer from 0 to {MAX_MARGIN}, got {margin!r}")
         if self.max_train_samples is not None and self.max_train_samples < self.batch_size:
             raise ValueError(f"max_train_samples must be at least batch_size ({self.batch_size})")
         fwd, bwd = resolve(self.forward_format), resolve(self.backward_format)

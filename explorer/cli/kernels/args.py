@@ -77,8 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--save",
         metavar="FILE",
-        help="write the results as a snapshot, and print a summary (rows per backend, mode and status) "
-        "instead of the rows (--json still prints every row)",
+        help="write the results as a snapshot to FILE (replaced whole, or left as it was on failure; its "
+        "folder must exist), and print a summary (rows per backend, mode and status) instead of the rows "
+        "(--json still prints every row)",
     )
     parser.add_argument("--load", metavar="FILE", help="show a saved snapshot instead of probing")
     parser.add_argument(
@@ -169,6 +170,8 @@ def check_names(args: argparse.Namespace) -> None:
         raise ValueError(f"unknown group {args.group!r}; valid groups: {', '.join(GROUPS)}")
     check_modes(args)
     check_release_options(args)
+    if args.save is not None:
+        _conflicts(args, "--save", {"--diff": bool(args.diff)}, "a diff is not a snapshot")
 
 
 def _conflicts(args: argparse.Namespace, flag: str, others: dict[str, bool], why: str) -> None:

@@ -8,6 +8,13 @@ from typing import Any
 
 #: the columns of the rows table
 TABLE_COLUMNS = ["backend", "op", "raw_op", "dtype", "device", "mode", "status", "phase", "explanation"]
+#: what the ``phase`` of a failed run means (where it stopped), for the ``--save`` summary
+PHASE_WORDS = {
+    "op_build": "building the op failed, before any kernel was looked up",
+    "xla_compile": "the graph was built, but XLA could not compile it",
+    "kernel_lookup": "no kernel is registered for that device and dtype",
+    "kernel_run": "a kernel was found, but it raised when it ran",
+}
 
 
 def print_result(result: Any, args: argparse.Namespace) -> None:
@@ -78,11 +85,10 @@ def _print_save_summary(rows: list[dict[str, Any]], result: Any, path: str) -> N
     phases = Counter((r["mode"], r.get("phase") or "") for r in rows if r["mode"] != "registry")
     failed = {k: n for k, n in phases.items() if k[1] not in ("", "ok")}
     if failed:
-        print(
-            "failed at: "
-            + "; ".join(f"{mode} {phase} {n}" for (mode, phase), n in sorted(failed.items()))
-            + " (phases: see explorer.outcome.Phase)"
-        )
+        counts_text = "; ".join(f"{mode} {phase} {n}" for (mode, phase), n in sorted(failed.items()))
+        print(safe_text(f"failed at: {counts_text}"))
+        for phase in sorted({phase for _, phase in failed}):
+            print(safe_text(f"  {phase}: {PHASE_WORDS.get(phase, 'a phase this release does not know')}"))
     print(safe_text(_footer(rows, result)))
     print(safe_text(f"saved {len(rows)} rows to {path}"))
 
