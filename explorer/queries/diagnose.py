@@ -79,6 +79,10 @@ def _run_in_sandbox(framework: str, code: str) -> tuple[str | None, str]:
     try:
         with app_probe_sandbox().held(WORKAROUND_TIMEOUT) as box:
             key = warm_worker(box, "tensorflow") if framework == "tensorflow" else f"explain-{framework}"
+            if framework == "keras" and key not in box.workers():
+                from explorer.queries.explain_kinds import keras_worker_setup
+
+                box.call(key, keras_worker_setup, timeout=WORKAROUND_TIMEOUT)
             return str(box.call(key, run_code, code, timeout=WORKAROUND_TIMEOUT)), ""
     except SandboxError as exc:
         return None, str(exc).splitlines()[0]

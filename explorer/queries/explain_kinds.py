@@ -53,6 +53,17 @@ result = optimizer.scale_loss(keras.ops.convert_to_tensor(1.0, dtype=policy.vari
 RUNS_WITH = {"keras": "tensorflow", "tensorflow": "tensorflow", "torch": "torch", "jax": "jax"}
 
 
+def keras_worker_setup() -> str:
+    """Worker side, before Keras is imported: the backend Keras' API code runs on here, JAX when it
+    is installed (it loads in seconds, TensorFlow in tens of seconds; keras.mixed_precision is the
+    same API on every backend), unless ``KERAS_BACKEND`` is set.  Returns the backend."""
+    import importlib.util
+    import os
+
+    default = "jax" if importlib.util.find_spec("jax") is not None else "tensorflow"
+    return os.environ.setdefault("KERAS_BACKEND", default)
+
+
 def jax_constant_code(dtype: str) -> str:
     """JAX code compiling a function that holds a ``dtype`` constant (what failed to lower).
 
@@ -75,7 +86,13 @@ def kind_candidates(parsed: ParsedError, op_name: str | None) -> list[tuple[str,
     if parsed.kind in NOTHING_TO_RUN:
         return []
     if parsed.kind == "keras_mixed_precision_api":
-        return [("Keras' current mixed-precision names (Keras 3)", KERAS_MIXED_PRECISION_CODE)]
+        return [
+            (
+                "Keras' current mixed-precision names (Keras 3; run here on the backend "
+                "keras_worker_setup picks, the API being the same on every backend)",
+                KERAS_MIXED_PRECISION_CODE,
+            )
+        ]
     if parsed.kind == "jax_constant_lowering" and parsed.dtype:
         return [(f"a compiled function holding a {parsed.dtype} constant", jax_constant_code(parsed.dtype))]
     if parsed.kind in MISMATCH_KINDS:

@@ -71,10 +71,10 @@ MORE_PATTERNS: tuple[Pattern, ...] = (
         "expected m1 and m2 to have the same dtype, but got: c10::Half != float (or mat1 and mat2 must "
         "have the same dtype; Input type (c10::Half) and bias type (float) should be the same)",
         re.compile(
-            rf"expected (?P<a>[\w ]{{1,30}}) and (?P<b>\w{{1,30}}) to have the same dtype, but got: "
-            rf"(?P<x>{_TORCH_DTYPE}) ?!= ?(?P<y>{_TORCH_DTYPE})"
-            rf"|(?P<a2>\w{{1,30}}) and (?P<b2>\w{{1,30}}) must have the same dtype, but got "
-            rf"(?P<x2>{_TORCH_DTYPE}) and (?P<y2>{_TORCH_DTYPE})"
+            rf"expected (?P<a>m1|mat1|scalar type|both vectors) and (?P<b>m2|mat2|\w{{1,30}}) to have "
+            rf"the same dtype, but got: (?P<x>{_TORCH_DTYPE}) ?!= ?(?P<y>{_TORCH_DTYPE})"
+            rf"|(?<!\w)(?P<a2>mat1|m1|self|input) and (?P<b2>mat2|m2|other|vec2|weight) must have the same "
+            rf"dtype, but got (?P<x2>{_TORCH_DTYPE}) and (?P<y2>{_TORCH_DTYPE})"
             rf"|Input type \((?P<x3>{_TORCH_DTYPE})\) and (?P<b3>weight|bias) type "
             rf"\((?P<y3>{_TORCH_DTYPE})\) should be the same"
             rf"|expected scalar type (?P<x4>\w{{1,40}}) but found (?P<y4>\w{{1,40}})"
@@ -120,7 +120,7 @@ MORE_PATTERNS: tuple[Pattern, ...] = (
         "disallowed",
         re.compile(
             r"Seen floating point types of different precisions in %(?P<op>[\w.]{1,100}) = "
-            r"(?P<instruction>[^\n]{0,2000}?)but mixed precision is disallowed"
+            r"(?P<instruction>[^\n]{0,600}?)but mixed precision is disallowed"
         ),
     ),
     Pattern(  # triton/mlir ElementwiseOpConversion (jax-ml/jax#28416)

@@ -22,7 +22,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "tensorflow",
         "No OpKernel was registered to support Op 'X' with these attrs (Registered kernels: ...)",
         re.compile(
-            r"No OpKernel was registered to support Op '(?P<op>\w+)'(?: used by \{\{node [^}\n]{0,300}\}\})?"
+            r"No OpKernel was registered to support Op '(?P<op>\w+)'(?: used by \{\{node [^}]{0,300}\}\})?"
             r"\s*with these attrs:?\s*(?:\[(?P<attrs>[^\]\n]{0,2000})\])?"
         ),
     ),
