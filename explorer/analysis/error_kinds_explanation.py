@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from explorer.analysis.error_text import TORCH_KERNEL_STEMS, ParsedError
+from explorer.analysis.error_text import KERAS_RENAMES, TORCH_KERNEL_STEMS, ParsedError
 
 #: the compiler kinds: XLA, LLVM and MLIR failures
 _COMPILER_KINDS = (
@@ -73,8 +73,6 @@ def _mismatch(parsed: ParsedError, raw: str) -> str:
 
 
 def _keras_api(parsed: ParsedError) -> str:
-    from explorer.analysis.error_text._kind_readers import KERAS_RENAMES
-
     raw = parsed.raw_op or ""
     name = re.split(r"[.(=)]", raw.rsplit(".", 1)[-1] if "(" not in raw else raw.split("(", 1)[1])[0]
     if raw.startswith("LossScaleOptimizer(") and name not in KERAS_RENAMES:

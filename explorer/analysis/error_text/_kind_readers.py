@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from explorer.analysis.error_text._dtype_names import format_name, tf_dtype_name
 from explorer.analysis.error_text._kind_patterns import Pattern
@@ -76,7 +76,7 @@ def _dtype(text: str | None, framework: str = "") -> str | None:
     return format_name(key, framework) or tf_dtype_name(key).lower()
 
 
-def _low(dtypes: list[str | None]) -> str | None:
+def _low(dtypes: Sequence[str | None]) -> str | None:
     """The narrowest floating dtype among ``dtypes`` (the one mixed precision introduced)."""
     from explorer.formats import all_formats
 
