@@ -390,6 +390,12 @@ def test_pytorch_kernel_that_is_not_the_function_called() -> None:
     assert "geqrf is the routine qr runs" in explanation and "the _cpu in its name" in explanation
 
 
+def test_pytorch_kernel_name_without_a_device() -> None:
+    p = parsed(TORCH_F8_ADD)  # PyTorch 2.13 here: no _cpu or _cuda in "add_stub"
+    assert facts(p) == ("torch", "torch_not_implemented", "add_stub", "add", "float8_e4m3fn", None)
+    assert any("does not say the device" in n for n in p.notes)
+
+
 def test_pytorch_operand_mismatch() -> None:
     p = parsed(TORCH_LINEAR)  # PyTorch 2.13 here
     assert facts(p) == ("torch", "torch_dtype_mismatch", "mm", "matmul", "float16", None)
@@ -559,17 +565,16 @@ def test_local_response_norm_runs_avg_pool3d_in_pytorchs_source() -> None:
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, dict[str, Any]]:
-    """diagnose() with the workarounds run here, in the TensorFlow, Keras, JAX and PyTorch workers
-    (those of tests/test_explain.py, started just before, are reused while warm)."""
+    """diagnose() with the workarounds run here, in the TensorFlow, Keras and JAX workers (those of
+    tests/test_explain.py, started just before, are reused while warm)."""
     require_module("tensorflow")
     require_module("jax")
-    require_module("torch")
+    mul = diagnose(TF_MUL)  # first: it starts the TensorFlow worker, so XLA's compile has its own timeout
     return {
+        "mul": mul,
         "erfinv": diagnose(TF_ERFINV),
-        "mul": diagnose(TF_MUL),
         "keras": diagnose(KERAS_API[0][0]),
         "rfft": diagnose(JAX_RFFT),
-        "add_stub": diagnose(TORCH_F8_ADD),
     }
 
 

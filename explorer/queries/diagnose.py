@@ -266,11 +266,20 @@ def _run_candidates(
         description, code = candidates[0]
         why = f"{_PACKAGES[framework]} is not installed here, so the code was not run"
         return {**none, "description": description, "code": code, "note": _also(none["note"], why)}
-    failures = []
+    failures: list[str] = []
     for description, code in candidates:
         got, why = _run_in_sandbox(framework, code)
         if got is not None and (dtype is None or got == dtype or not float_output):
-            return {**none, "description": description, "code": code, "ran": True, "result_dtype": got}
+            tried = "; ".join(failures)
+            note = _also(none["note"], f"tried first, and it failed here: {tried}") if tried else none["note"]
+            return {
+                **none,
+                "description": description,
+                "code": code,
+                "ran": True,
+                "result_dtype": got,
+                "note": note,
+            }
         failures.append(f"{description}: {why or f'came back in {got}'}")
     return {**none, "note": "no workaround ran here: " + "; ".join(failures)}
 
