@@ -1,12 +1,9 @@
 """``explain`` for every kind of low-precision error, not only missing kernels (issue #24, item 1).
 
-Each fixture is a real message: quoted from a GitHub issue thread (cited beside it), written from
-the framework's format string (the source file cited), or raised here by TensorFlow 2.21,
-Keras 3.15, PyTorch 2.13 and JAX 0.10 (the code that raised it is cited; the last lines of the
-traceback are kept verbatim).  What the tests expect is read from the message itself, written
-out by hand, or checked against the installed frameworks (their registries, their sources, a
-run); the slow tests raise the PyTorch and JAX messages again and run the offered workarounds.
-"""
+Fixtures are real messages: quoted from GitHub issues, written from the framework's format string
+(source cited), or raised here by TensorFlow 2.21, Keras 3.15, PyTorch 2.13 and JAX 0.10 (the
+call cited, the traceback's last lines verbatim).  Expectations are read from the message by
+hand or checked against the installed frameworks (registries, sources, runs)."""
 
 from __future__ import annotations
 
