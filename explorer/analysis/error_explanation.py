@@ -15,7 +15,14 @@ from typing import Any
 from explorer.analysis.error_text import ParsedError, looked_for
 
 #: each framework's name in a sentence
-FRAMEWORK_WORDS = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
+FRAMEWORK_WORDS = {
+    "tensorflow": "TensorFlow",
+    "keras": "Keras",
+    "torch": "PyTorch",
+    "jax": "JAX",
+    "xla": "XLA",
+    "onnxruntime": "ONNX Runtime",
+}
 #: the kinds of TensorFlow error that mean "no kernel for this dtype on this device"
 _NO_KERNEL_KINDS = ("no_kernel_for_device", "no_opkernel_registered", "no_registered_kernel")
 #: the kinds that mean "the op's signature does not take this dtype"
@@ -57,6 +64,11 @@ def _capital(sentence: str) -> str:
 
 
 def _sentence_error(d: dict[str, Any], parsed: ParsedError) -> str:
+    from explorer.analysis.error_kinds_explanation import kind_sentence
+
+    more = kind_sentence(d, parsed)
+    if more is not None:
+        return more
     fw = FRAMEWORK_WORDS[parsed.framework]
     raw = d["raw_op"] or "the op"
     dtype = d["dtype"] or "this dtype"
@@ -172,6 +184,8 @@ def _sentence_history(d: dict[str, Any]) -> str:
 def _sentence_installed(d: dict[str, Any]) -> str:
     inst = d["installed"]
     fw = FRAMEWORK_WORDS.get(inst["framework"], inst["framework"])
+    if inst["framework"] in ("xla", "onnxruntime"):
+        return ""  # the kind's own sentence says what can be known without them
     if inst["release"] is None:
         return f"{fw} is not installed here."
     if inst["framework"] != "tensorflow":
@@ -216,8 +230,11 @@ def _sentence_workaround(w: dict[str, Any]) -> str:
 
 def explanation(d: dict[str, Any], parsed: ParsedError) -> str:
     """The plain-words explanation of a :func:`diagnose` result, sentence by sentence from its facts."""
+    from explorer.analysis.error_kinds_explanation import device_sentence
+
     sentences = [
         _sentence_error(d, parsed),
+        device_sentence(d.get("device_check")),
         _sentence_matches(d["matching_releases"]),
         _sentence_history(d),
         _sentence_installed(d),
@@ -233,7 +250,10 @@ def not_recognised(reason: str = "") -> dict[str, Any]:
     False
     """
     lines = looked_for()
-    why = reason or "The text was not recognised as a TensorFlow, PyTorch or JAX kernel or dtype error."
+    why = reason or (
+        "The text was not recognised as a TensorFlow, Keras, PyTorch, JAX, XLA or ONNX Runtime kernel, "
+        "dtype or mixed-precision error."
+    )
     return {
         "recognised": False,
         "framework": None,

@@ -102,6 +102,9 @@ def result_html(result: dict[str, Any]) -> str:
         _row("dtype", f"<b>{_e(result['dtype'])}</b> ({_e(result['dtype_text'])})"),
         _row("device", _e(result["device"])),
     ]
+    from explorer.queries.explain_kinds import extra_facts
+
+    rows += [_row(label, _e(value)) for label, value in extra_facts(result)]
     if result["listed_kernels"]:
         rows.append(_row("kernels listed", _kernels_html(result)))
     if result["matching_releases"]:
@@ -147,7 +150,8 @@ class ExplainTab(Tab):
     key = "explain"
     fields: tuple[str, ...] = ()
     intro = (
-        "Explain my error: paste a TensorFlow, PyTorch or JAX error text to see which op, dtype and device "
+        "Explain my error: paste a TensorFlow, Keras, PyTorch, JAX, XLA or ONNX Runtime error text to see "
+        "which op, dtype and device "
         "it is about, which TensorFlow releases list the kernels it lists, the first release with the "
         "kernel, and a workaround that was run here."
     )

@@ -11,13 +11,16 @@ from typing import IO, Any
 
 VERB = "explain"
 HELP = (
-    "explain a TensorFlow, PyTorch or JAX kernel/dtype error text: the op, dtype and device, which "
+    "explain a low-precision error text (TensorFlow, Keras, PyTorch, JAX, XLA/LLVM, ONNX Runtime: "
+    "missing kernels, dtype mismatches, mixed-precision API errors, compile failures): the op, dtype "
+    "and device, which "
     "shipped TensorFlow releases match the kernels it lists, the first release with the kernel, "
     "and a workaround that was run here"
 )
-EXIT_1 = "the text was not recognised as a kernel or dtype error (what was looked for is printed)"
+EXIT_1 = "the text was not recognised as a low-precision error (what was looked for is printed)"
 JSON_RESULT = (
-    "one object: recognised, framework, kind, raw_op, op, dtype, device, mode, attr, listed_kernels, "
+    "one object: recognised, framework, kind, raw_op, op, dtype, device, mode, attr, called, called_op, "
+    "operand_dtypes, provider, device_check, listed_kernels, "
     "matching_releases {exact, closest, differences, ...}, installed {release, status, ...}, history "
     "[{version, status, reason}] (for history_device), changes, first_release_with_kernel, "
     "explanation, workaround {description, code, ran, result_dtype, note}; looked_for when not "
@@ -176,6 +179,10 @@ def print_human(result: dict[str, Any]) -> None:
 
     deduced = " (deduced: see the note)" if CPU_DEDUCTION in result["notes"] else ""
     print(_line("device", (result["device"] or "not named") + deduced))
+    from explorer.queries.explain_kinds import extra_facts
+
+    for label, value in extra_facts(result):
+        print(_line(label, value))
     if result["listed_kernels"]:
         print(_line("listed", _listed(result)))
     if result["matching_releases"]:

@@ -37,7 +37,14 @@ from explorer.analysis.error_text import ParsedError, parse_error
 
 #: seconds a workaround may run in its sandbox worker
 WORKAROUND_TIMEOUT = 120.0
-_PACKAGES = {"tensorflow": "tensorflow", "torch": "torch", "jax": "jax"}
+_PACKAGES = {
+    "tensorflow": "tensorflow",
+    "keras": "keras",
+    "torch": "torch",
+    "jax": "jax",
+    "xla": "jaxlib",
+    "onnxruntime": "onnxruntime",
+}
 
 
 # ---------------------------------------------------------------- running code
@@ -72,6 +79,10 @@ def _run_in_sandbox(framework: str, code: str) -> tuple[str | None, str]:
     try:
         with app_probe_sandbox().held(WORKAROUND_TIMEOUT) as box:
             key = warm_worker(box, "tensorflow") if framework == "tensorflow" else f"explain-{framework}"
+            if framework == "keras" and key not in box.workers():
+                from explorer.queries.explain_kinds import keras_worker_setup
+
+                box.call(key, keras_worker_setup, timeout=WORKAROUND_TIMEOUT)
             return str(box.call(key, run_code, code, timeout=WORKAROUND_TIMEOUT)), ""
     except SandboxError as exc:
         return None, str(exc).splitlines()[0]
@@ -151,7 +162,17 @@ def _tf_candidates(parsed: ParsedError, op: Any, dtype: str, device: str | None)
             ),
             (cast + " (no jit_compile)", tensorflow_code(op.name, dtype, run_on, "eager", compute=wide)),
         ]
-    return [(cast, tensorflow_code(op.name, dtype, run_on, "eager", compute=wide))]
+    out = [(cast, tensorflow_code(op.name, dtype, run_on, "eager", compute=wide))]
+    from explorer.queries.explain_kinds import xla_only_devices
+
+    jit = xla_only_devices(parsed)
+    if jit:  # the message lists the dtype only on XLA devices: compiling with XLA is the fix to test
+        description = (
+            f"compile {op.tf_public} with XLA (tf.function(jit_compile=True)) on {run_on}: the message "
+            f"lists a {dtype} kernel only for {' and '.join(jit)}"
+        )
+        out.insert(0, (description, tensorflow_code(op.name, dtype, run_on, "xla")))
+    return out
 
 
 def plain_code(framework: str, op_name: str, dtype: str, device: str | None = None) -> tuple[str, str]:
@@ -185,6 +206,18 @@ def _workaround(parsed: ParsedError, op_name: str | None, run: bool) -> dict[str
 
     none: dict[str, Any] = {"description": "", "code": "", "ran": False, "result_dtype": None, "note": ""}
     framework = parsed.framework
+    from explorer.queries.explain_kinds import NOTHING_TO_RUN, RUNS_WITH, kind_candidates
+
+    special = kind_candidates(parsed, op_name)
+    if special is not None:
+        if not special:
+            why = NOTHING_TO_RUN.get(parsed.kind) or (
+                f"no catalog op stands for {parsed.raw_op or 'the failing op'}, so no code is written"
+            )
+            return {**none, "note": why}
+        keras_api = parsed.kind == "keras_mixed_precision_api"
+        runner = "keras" if keras_api else RUNS_WITH.get(framework, framework)
+        return _run_candidates(none, runner, special, parsed.dtype, run)
     if op_name is None:
         return {
             **none,
@@ -207,6 +240,19 @@ def _workaround(parsed: ParsedError, op_name: str | None, run: bool) -> dict[str
         ]
     if parsed.dtype is None:
         none["note"] = f"the message names no dtype; the code is written for {dtype}"
+    return _run_candidates(none, framework, candidates, dtype, run, op.float_output)
+
+
+def _run_candidates(
+    none: dict[str, Any],
+    framework: str,
+    candidates: list[tuple[str, str]],
+    dtype: str | None,
+    run: bool,
+    float_output: bool = True,
+) -> dict[str, Any]:
+    """The first candidate that runs here and returns ``dtype`` (any dtype when ``dtype`` is None
+    or the op's output is not a float); the candidates are only written when ``run`` is False."""
     if not run:
         description, code = candidates[0]
         return {
@@ -220,11 +266,20 @@ def _workaround(parsed: ParsedError, op_name: str | None, run: bool) -> dict[str
         description, code = candidates[0]
         why = f"{_PACKAGES[framework]} is not installed here, so the code was not run"
         return {**none, "description": description, "code": code, "note": _also(none["note"], why)}
-    failures = []
+    failures: list[str] = []
     for description, code in candidates:
         got, why = _run_in_sandbox(framework, code)
-        if got is not None and (got == dtype or not op.float_output):
-            return {**none, "description": description, "code": code, "ran": True, "result_dtype": got}
+        if got is not None and (dtype is None or got == dtype or not float_output):
+            tried = "; ".join(failures)
+            note = _also(none["note"], f"tried first, and it failed here: {tried}") if tried else none["note"]
+            return {
+                **none,
+                "description": description,
+                "code": code,
+                "ran": True,
+                "result_dtype": got,
+                "note": note,
+            }
         failures.append(f"{description}: {why or f'came back in {got}'}")
     return {**none, "note": "no workaround ran here: " + "; ".join(failures)}
 
@@ -275,6 +330,11 @@ def diagnose(text: str | bytes, run_workaround: bool = True) -> dict[str, Any]:
         note = "" if version else f"{_PACKAGES[parsed.framework]} is not installed here"
         d["installed"] = {"framework": parsed.framework, "release": version, "status": None, "note": note}
     d["workaround"] = _workaround(parsed, d["op"], run_workaround)
+    d["device_check"] = None
+    if run_workaround:
+        from explorer.queries.explain_kinds import device_check
+
+        d["device_check"] = device_check(parsed, d["op"], d["installed"].get("release"), _run_in_sandbox)
     if parsed.framework == "tensorflow" and run_workaround:
         _check_native(d, parsed)
     d["notes"] = notes

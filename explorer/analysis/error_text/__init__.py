@@ -1,5 +1,10 @@
 """Read a framework's error text: which op, which dtype, which device, and what the message itself lists.
 
+Besides missing kernels, the kinds of :data:`~explorer.analysis.error_text._kind_patterns.MORE_PATTERNS`
+are read: dtype mismatches between operands (TensorFlow, Keras autocast, JAX's lax, PyTorch), Keras'
+mixed-precision API errors, XLA/LLVM/MLIR compile failures for a low-precision type, JAX's constant
+lowering, and ONNX Runtime's kernel gaps.
+
 Pure parsing: no framework is imported.  :func:`parse_error` finds the *last* error in a pasted
 text (a traceback, a Keras "Exception encountered when calling ..." wrapper, a log) that matches
 one of :data:`PATTERNS`, and returns a :class:`ParsedError`, or None when nothing matches
@@ -24,6 +29,7 @@ Device names are the registry's device types (``CPU``, ``GPU``, ``XLA_CPU_JIT``,
 
 from explorer.analysis.error_text._dtype_names import TF_DATATYPE_ENUM, format_name, tf_dtype_name
 from explorer.analysis.error_text._kernel_lists import parse_kernel_lines
+from explorer.analysis.error_text._kind_readers import KERAS_RENAMES, XLA_TYPE_ENUM, XLA_TYPE_NAMES
 from explorer.analysis.error_text._op_names import (
     LAPACK_ROUTINES,
     TORCH_KERNEL_STEMS,
@@ -43,11 +49,14 @@ from explorer.analysis.error_text._patterns import PATTERNS, Pattern
 
 __all__ = [
     "CPU_DEDUCTION",
+    "KERAS_RENAMES",
     "LAPACK_ROUTINES",
     "MAX_TEXT_BYTES",
     "PATTERNS",
     "TF_DATATYPE_ENUM",
     "TORCH_KERNEL_STEMS",
+    "XLA_TYPE_ENUM",
+    "XLA_TYPE_NAMES",
     "ParsedError",
     "Pattern",
     "catalog_ops_for_raw_op",

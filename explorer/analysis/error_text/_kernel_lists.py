@@ -10,8 +10,8 @@ from explorer.analysis.error_text._dtype_names import format_name, tf_dtype_name
 _KERNEL_LINE = re.compile(
     r"^[ \t]*(?:\.[ \t]*Registered:[ \t]*)?device='(?P<device>[^'\n]{1,60})'(?P<rest>[^\n]*)$"
 )
-_CONSTRAINT = re.compile(r"(?P<attr>\w+) in \[(?P<types>[^\]\n]*)\]")
-_LABEL = re.compile(r"label='[^'\n]*'")
+_CONSTRAINT = re.compile(r"(?<!\w)(?P<attr>\w{1,100}) in \[(?P<types>[^\]\n]{0,2000})\]")
+_LABEL = re.compile(r"label='[^'\n]{0,500}'")
 
 
 def parse_kernel_lines(text: str) -> tuple[list[tuple[str, dict[str, list[str]]]], int]:
@@ -65,7 +65,7 @@ def _kernel_block(
 
 def _node_attrs(attrs: str) -> list[tuple[str, str]]:
     """``Tidx=DT_HALF, compute_uv=false`` -> the type-valued attributes ``[("Tidx", "DT_HALF")]``."""
-    return re.findall(r"(\w+)=(DT_\w+)", attrs or "")
+    return re.findall(r"(?<!\w)(\w{1,100})=(DT_\w{1,40})", attrs or "")
 
 
 def _data_attr(

@@ -165,7 +165,7 @@ def _tf_call_op(text: str) -> tuple[str | None, str]:
     from explorer.ops import catalog
 
     ops = list(catalog().values())
-    for call in reversed(re.findall(r"\b(tf(?:\.\w+)+)\(", text)):
+    for call in reversed(re.findall(r"(?<![\w.])(tf(?:\.\w{1,100}){1,8})\(", text)):
         leaf = call.rsplit(".", 1)[-1]
         found = next((op for op in ops if op.tf_public == call), None) or next(
             (op for op in ops if op.tf_public.rsplit(".", 1)[-1] == leaf), None

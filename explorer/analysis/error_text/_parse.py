@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from explorer.analysis.error_text._dtype_names import TF_DATATYPE_ENUM, format_name, tf_dtype_name
 from explorer.analysis.error_text._kernel_lists import _data_attr, _kernel_block, _node_attrs
+from explorer.analysis.error_text._kind_readers import MORE_READERS, _torch_called
 from explorer.analysis.error_text._op_names import (
+    LAPACK_ROUTINES,
     _camel,
     _op_from_traceback,
     _tf_call_op,
@@ -18,94 +19,12 @@ from explorer.analysis.error_text._op_names import (
     catalog_ops_for_raw_op,
     torch_kernel_ops,
 )
+from explorer.analysis.error_text._parsed import CPU_DEDUCTION, ParsedError, _line_of
 from explorer.analysis.error_text._patterns import PATTERNS, Pattern
 from explorer.textsafety import strip_control
 
 #: the largest error text read (bytes of UTF-8); a longer one is refused with a ValueError
 MAX_TEXT_BYTES = 1_000_000
-#: the longest matched line kept in :attr:`ParsedError.message`
-MESSAGE_CHARS = 4000
-#: what a TensorFlow error of "no device had a kernel" says about the device, as a note
-CPU_DEDUCTION = (
-    "the message names no device; TensorFlow raises it when no device of the machine has a "
-    "kernel, and every machine has a CPU, so the CPU had none"
-)
-
-
-@dataclass(frozen=True)
-class ParsedError:
-    """What an error text says: the op, dtype and device it failed for, and the kernels it lists."""
-
-    #: ``tensorflow``, ``torch`` or ``jax``
-    framework: str
-    #: which of :data:`PATTERNS` matched
-    kind: str
-    #: the framework's op or kernel name as the message gives it (``Range``, ``add_cpu/sub_cpu``)
-    raw_op: str | None
-    #: the catalog op (None when the catalog has none for it)
-    op: str | None
-    #: the dtype as an explorer format name (None: not a floating format, or not named)
-    dtype: str | None
-    #: the dtype as the message spells it (``DT_HALF``, ``Half``, ``f16``)
-    dtype_text: str | None
-    #: ``CPU``, ``GPU``, ``XLA_CPU_JIT``, ``XLA_GPU_JIT`` (or another device type the message
-    #: names); None when the text does not say
-    device: str | None
-    #: the type attribute the dtype was given for (``Tidx``, ``T``), TensorFlow only
-    attr: str | None
-    #: the kernels the message lists: ``(device type, {attr: [dtype names]})``, labelled kernels left out
-    listed_kernels: tuple[tuple[str, dict[str, list[str]]], ...] = ()
-    #: how many listed kernels carried a label (chosen only when a node asks for the label)
-    labelled_kernels: int = 0
-    #: the dtypes the message says are allowed (attr_not_allowed, param_not_allowed, jax_fft_dtype)
-    allowed: tuple[str, ...] = ()
-    #: other catalog ops the name stands for (``add_cpu/sub_cpu``: add and sub; a raw op the
-    #: catalog runs inside other ops)
-    other_ops: tuple[str, ...] = ()
-    #: the line of the text that matched (control characters removed, at most MESSAGE_CHARS characters)
-    message: str = ""
-    #: what was deduced rather than read, in words
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def mode(self) -> str | None:
-        """``xla`` for XLA compilation errors and XLA device types, ``eager`` for TensorFlow's
-        eager placement errors, else None.
-
-        >>> parse_error("Invalid type for Range half").mode
-        'xla'
-        """
-        if self.kind.startswith("xla_") or (self.device or "").endswith("_JIT"):
-            return "xla"
-        if self.framework == "tensorflow" and self.device in ("CPU", "GPU"):
-            return "eager"
-        return None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data (JSON-ready): every field, kernels as ``{"device", "constraints"}``.
-
-        >>> parse_error("Invalid type for Range half").to_dict()["dtype"]
-        'float16'
-        """
-        return {
-            "framework": self.framework,
-            "kind": self.kind,
-            "raw_op": self.raw_op,
-            "op": self.op,
-            "dtype": self.dtype,
-            "dtype_text": self.dtype_text,
-            "device": self.device,
-            "mode": self.mode,
-            "attr": self.attr,
-            "listed_kernels": [{"device": d, "constraints": c} for d, c in self.listed_kernels],
-            "labelled_kernels": self.labelled_kernels,
-            "allowed": list(self.allowed),
-            "other_ops": list(self.other_ops),
-            "message": self.message,
-            "notes": list(self.notes),
-        }
-
-
 # ---------------------------------------------------------------- reading the text
 
 
@@ -140,7 +59,15 @@ def looked_for() -> list[str]:
     >>> looked_for()[0].startswith("TensorFlow: Could not find device for node")
     True
     """
-    names = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX", "jax or torch": "JAX/PyTorch"}
+    names = {
+        "tensorflow": "TensorFlow",
+        "keras": "Keras",
+        "torch": "PyTorch",
+        "jax": "JAX",
+        "jax or torch": "JAX/PyTorch",
+        "xla": "XLA/LLVM",
+        "onnxruntime": "ONNX Runtime",
+    }
     return [f"{names[p.framework]}: {p.looks_like}" for p in PATTERNS]
 
 
@@ -166,26 +93,28 @@ def parse_error(text: str | bytes) -> ParsedError | None:
 
 def _last_match(text: str) -> tuple[Pattern, re.Match[str]] | None:
     """The match that starts last, among those that no other match contains (the XLA message
-    contains a "No registered 'X' OpKernel" message of its own)."""
-    matches = [(p, m) for p in PATTERNS for m in p.regex.finditer(text)]
+    contains a "No registered 'X' OpKernel" message of its own).
 
-    def inside(m: re.Match[str]) -> bool:
-        return any(
-            o is not m and o.start() <= m.start() < o.end() and (o.start(), -o.end()) < (m.start(), -m.end())
-            for _, o in matches
-        )
-
-    outer = [(p, m) for p, m in matches if not inside(m)]
-    if not outer:
-        return None
-    return max(outer, key=lambda pm: pm[1].start())
-
-
-def _line_of(text: str, match: re.Match[str]) -> str:
-    start = text.rfind("\n", 0, match.start()) + 1
-    end = text.find("\n", match.end())
-    line = text[start : end if end >= 0 else len(text)].strip()
-    return line[:MESSAGE_CHARS]
+    One sweep over the matches sorted by (start, -end): a match is inside another when a match
+    sorted strictly before it ends after its start, so this stays linear in the number of matches
+    (a pasted log may hold thousands)."""
+    matches = sorted(
+        ((p, m) for p in PATTERNS for m in p.regex.finditer(text)),
+        key=lambda pm: (pm[1].start(), -pm[1].end()),
+    )
+    outer: tuple[Pattern, re.Match[str]] | None = None
+    reach = -1  # the furthest end of the matches sorted strictly before the current key
+    index = 0
+    while index < len(matches):
+        key = (matches[index][1].start(), -matches[index][1].end())
+        same = index
+        while same < len(matches) and (matches[same][1].start(), -matches[same][1].end()) == key:
+            same += 1
+        if reach <= key[0]:
+            outer = matches[index]
+        reach = max(reach, -key[1])
+        index = same
+    return outer
 
 
 # ---------------------------------------------------------------- one reader per pattern
@@ -236,28 +165,81 @@ def _explicit_tf_device(text: str) -> str | None:
 def _read_no_kernel_for_device(text: str, match: re.Match[str], pattern: Pattern) -> ParsedError:
     device = _explicit_tf_device(text[match.start() : match.end() + 2000])
     notes = () if device else (CPU_DEDUCTION,)
-    return _tf_parsed(pattern, match, text, match.group("op"), match.group("attrs"), device or "CPU", notes)
+    attrs = _bracketed(text, match.start("attrs"))
+    parsed = _tf_parsed(pattern, match, text, match.group("op"), attrs, device or "CPU", notes)
+    return _with_list_meaning(parsed)
+
+
+def _with_list_meaning(parsed: ParsedError) -> ParsedError:
+    """``parsed`` with a note saying what its kernel list is (every kernel the build registers for
+    the op, on every device type, not the devices tried) and which of them take the dtype."""
+    if not parsed.listed_kernels or not parsed.dtype:
+        return parsed
+    per_device: dict[str, list[str]] = {}
+    for device, constraints in parsed.listed_kernels:
+        values = (
+            constraints.get(parsed.attr, []) if parsed.attr else [t for v in constraints.values() for t in v]
+        )
+        per_device.setdefault(device, []).extend(values or ["any dtype"])
+    listing = "; ".join(f"{d}: {', '.join(dict.fromkeys(v))}" for d, v in per_device.items())
+    takes = [d for d, v in per_device.items() if parsed.dtype in v or "any dtype" in v]
+    dtype = parsed.dtype
+    if not takes:
+        tail = f"none of them takes {dtype}, on any device"
+    elif all(d.endswith("_JIT") for d in takes):
+        tail = (
+            f"only {' and '.join(takes)} take {dtype}, and an XLA device's kernel runs only inside a "
+            "function compiled with jit_compile=True"
+        )
+    else:
+        tail = f"{', '.join(takes)} take {dtype}, but no device of the machine that raised it did"
+    note = (
+        f"the list in the message is not the devices TensorFlow tried: it is every kernel this "
+        f"TensorFlow build registers for {parsed.raw_op}, on every device type ({listing}); {tail}"
+    )
+    return _replace(parsed, notes=(*parsed.notes, note))
+
+
+def _bracketed(text: str, start: int, limit: int = 4000) -> str:
+    """The text from ``start`` (just after a ``[``) to its matching ``]``, nested brackets kept
+    (``dilations=[1, 1, 1, 1], T=DT_HALF``), within one line and ``limit`` characters."""
+    depth = 0
+    for i, char in enumerate(text[start : start + limit]):
+        if char == "\n":
+            return text[start : start + i]
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            if depth == 0:
+                return text[start : start + i]
+            depth -= 1
+    return text[start : start + limit]
 
 
 def _read_no_opkernel(text: str, match: re.Match[str], pattern: Pattern) -> ParsedError:
-    attrs = match.group("attrs") or ""
+    attrs = _bracketed(text, match.start("attrs")) if match.group("attrs") is not None else ""
     after = text[match.end() : match.end() + 200_000]
     if not attrs:  # older releases give the attrs in the node line below the kernel list
         node = re.search(
-            r"(?:Node: [^=\n]*= |\{\{node [^}\n]*\}\} = )" + match.group("op") + r"\[([^\]\n]*)\]", after
+            r"(?:Node: [^=\n]{0,500}= |\{\{node [^}\n]{0,500}\}\} = )"
+            + match.group("op")
+            + r"\[([^\]\n]{0,2000})\]",
+            after,
         )
         attrs = node.group(1) if node else ""
-    devices = re.search(r"Registered devices: \[([^\]\n]*)\]", after[:2000])
+    devices = re.search(r"Registered devices: \[([^\]\n]{0,500})\]", after[:2000])
     device = _explicit_tf_device(after[:2000])
     notes: tuple[str, ...] = ()
-    if device is None and devices and "CPU" in devices.group(1).upper().split(","):
+    if device is None and devices and "CPU" in devices.group(1).upper().replace(" ", "").split(","):
         device, notes = "CPU", (CPU_DEDUCTION,)
-    return _tf_parsed(pattern, match, text, match.group("op"), attrs, device, notes)
+    return _with_list_meaning(_tf_parsed(pattern, match, text, match.group("op"), attrs, device, notes))
 
 
 def _read_no_registered(text: str, match: re.Match[str], pattern: Pattern) -> ParsedError:
     after = text[match.end() : match.end() + 3000]
-    node = re.match(r"\s*(?:\{\{node [^}\n]*\}\}|[\w/]+)(?: = \w+\[([^\]\n]*)\])?", after)
+    node = re.match(
+        r"\s{0,20}(?:\{\{node [^}\n]{0,500}\}\}|[\w/]{1,500})(?: = \w+\[([^\]\n]{0,2000})\])?", after
+    )
     attrs = (node.group(1) or "") if node else ""
     return _tf_parsed(pattern, match, text, match.group("op"), attrs, match.group("device"))
 
@@ -308,7 +290,7 @@ def _read_param_not_allowed(text: str, match: re.Match[str], pattern: Pattern) -
 
 def _read_xla_unsupported_op(text: str, match: re.Match[str], pattern: Pattern) -> ParsedError:
     after = text[match.end() : match.end() + 3000]
-    node = re.match(r"\s*\{\{node [^}\n]*\}\}(?: = \w+\[([^\]\n]*)\])?", after)
+    node = re.match(r"\s{0,20}\{\{node [^}\n]{0,500}\}\}(?: = \w+\[([^\]\n]{0,2000})\])?", after)
     attrs = (node.group(1) or "") if node else ""
     return _tf_parsed(pattern, match, text, match.group("op"), attrs, match.group("device"))
 
@@ -331,6 +313,18 @@ def _read_torch_not_implemented(text: str, match: re.Match[str], pattern: Patter
     kernel = match.group("kernel") + (match.group("kernel2") or "")
     ops = torch_kernel_ops(kernel)
     dtype_text = match.group("dtype")
+    device = _torch_device(kernel)
+    called = _torch_called(text[: match.start()])
+    notes: list[str] = []
+    if device is not None:
+        suffix = "_cuda" if device == "GPU" else "_cpu"
+        notes.append(f"the kernel's name carries {suffix}: it is PyTorch's {device} kernel")
+    else:
+        notes.append("the kernel's name has no _cpu or _cuda part, so the text does not say the device")
+    called_name, called_op = called if called else (None, None)
+    from_frame = bool(re.search(r"/torch/(?:nn/)?functional\.py", text[: match.start()]))
+    if called_name is not None and ((called_op or called_name) in ops or (ops and not from_frame)):
+        called_name, called_op = None, None  # the kernel is the op called, or the call is a guess
     return ParsedError(
         framework="torch",
         kind=pattern.kind,
@@ -338,10 +332,13 @@ def _read_torch_not_implemented(text: str, match: re.Match[str], pattern: Patter
         op=ops[0] if ops else None,
         dtype=format_name(dtype_text, "torch"),
         dtype_text=dtype_text,
-        device=_torch_device(kernel),
+        device=device,
         attr=None,
         other_ops=tuple(ops[1:]),
         message=_line_of(text, match),
+        notes=tuple(notes),
+        called=called_name,
+        called_op=called_op,
     )
 
 
@@ -350,14 +347,16 @@ def _read_jax_fft(text: str, match: re.Match[str], pattern: Pattern) -> ParsedEr
     from explorer.ops import catalog
 
     op = raw if raw in catalog() else None
-    allowed = tuple(format_name(a) or a for a in re.findall(r"\w+", match.group("allowed")) if a != "or")
+    allowed_text = match.group("allowed") or match.group("allowed2") or ""
+    dtype_text = match.group("dtype") or match.group("dtype2")
+    allowed = tuple(format_name(a) or a for a in re.findall(r"\w+", allowed_text) if a != "or")
     return ParsedError(
         framework="jax",
         kind=pattern.kind,
         raw_op=match.group("fft"),
         op=op,
-        dtype=format_name(match.group("dtype")),
-        dtype_text=match.group("dtype"),
+        dtype=format_name(dtype_text),
+        dtype_text=dtype_text,
         device=None,
         attr=None,
         allowed=allowed,
@@ -373,7 +372,17 @@ def _read_unsupported_dtype(text: str, match: re.Match[str], pattern: Pattern) -
         not torch_spelling and "torch" not in text
     )
     framework = "jax" if is_jax else "torch"
-    raw, op, how = _op_from_traceback(text[: match.end()], framework)
+    raw, op, how = _jax_frame_op(text[: match.end()]) if is_jax else (None, None, "")
+    if op is None:
+        raw, op, how = _op_from_traceback(text[: match.end()], framework)
+    device = None
+    notes = [how] if how else []
+    if is_jax and re.search(r"jaxlib/lapack\.py|lapack", text[max(0, match.start() - 20_000) : match.end()]):
+        device = "CPU"
+        notes.append(
+            "the traceback goes through jaxlib's LAPACK bindings (jaxlib/lapack.py), which only the CPU "
+            "backend uses: the CPU has no kernel"
+        )
     return ParsedError(
         framework=framework,
         kind=f"{framework}_unsupported_dtype",
@@ -381,11 +390,33 @@ def _read_unsupported_dtype(text: str, match: re.Match[str], pattern: Pattern) -
         op=op,
         dtype=format_name(dtype_text, framework),
         dtype_text=dtype_text,
-        device=None,
+        device=device,
         attr=None,
         message=_line_of(text, match),
-        notes=(how,) if how else (),
+        notes=tuple(notes),
     )
+
+
+def _jax_frame_op(text: str) -> tuple[str | None, str | None, str]:
+    """(function, catalog op, how) of the outermost jax.numpy / jax.scipy / lax function the
+    traceback's frames show (``jax/_src/numpy/linalg.py", line 1373, in qr``)."""
+    from explorer.analysis.error_text._op_names import op_for_function
+
+    call = re.compile(
+        r"(?<![\w.])(?:jax\.numpy|jnp|jax\.lax|lax|jax\.scipy|jsp)\.(?:linalg\.|fft\.|special\.)?(\w{1,100})\("
+    )
+    for line in reversed([line for line in text.splitlines() if "(" in line]):
+        for name in call.findall(line):  # the outermost call of the line first
+            op = op_for_function(name, "numpy")
+            if op is not None:
+                return name, op, f"the op is read from the call {name}(...) in the traceback"
+    frame = r"/jax/_src/(?:numpy|lax|scipy)/[\w/]{0,100}\.py\", line \d{1,7}, in (\w{1,100})"
+    frames = re.findall(frame, text)
+    for name in frames:
+        op = op_for_function(name, "numpy") or LAPACK_ROUTINES.get(name)
+        if op is not None:
+            return name, op, f"the op is read from the JAX frame of {name} in the traceback"
+    return None, None, ""
 
 
 def _replace(parsed: ParsedError, **changes: Any) -> ParsedError:
@@ -406,4 +437,5 @@ _READERS: dict[str, Callable[[str, re.Match[str], Pattern], ParsedError]] = {
     "torch_not_implemented": _read_torch_not_implemented,
     "jax_fft_dtype": _read_jax_fft,
     "unsupported_dtype": _read_unsupported_dtype,
+    **MORE_READERS,
 }

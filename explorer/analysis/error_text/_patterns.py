@@ -4,21 +4,8 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
-
-class Pattern(NamedTuple):
-    """One kind of error message :func:`parse_error` recognises."""
-
-    #: the name of the pattern (ParsedError.kind)
-    kind: str
-    #: the framework whose message it is
-    framework: str
-    #: what the message says, in the framework's words (shown when nothing is recognised)
-    looks_like: str
-    #: the regular expression (its span must cover every pattern it contains)
-    regex: re.Pattern[str]
-
+from explorer.analysis.error_text._kind_patterns import MORE_PATTERNS, Pattern
 
 _NODE_ATTRS = r"\{\{node (?P<node>[^}\n]{0,2000})\}\} = (?P<op>\w+)\[(?P<attrs>[^\]\n]{0,2000})\]"
 
@@ -35,7 +22,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "tensorflow",
         "No OpKernel was registered to support Op 'X' with these attrs (Registered kernels: ...)",
         re.compile(
-            r"No OpKernel was registered to support Op '(?P<op>\w+)'(?: used by \{\{node [^}\n]{0,300}\}\})?"
+            r"No OpKernel was registered to support Op '(?P<op>\w+)'(?: used by \{\{node [^}]{0,300}\}\})?"
             r"\s*with these attrs:?\s*(?:\[(?P<attrs>[^\]\n]{0,2000})\])?"
         ),
     ),
@@ -97,15 +84,18 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "jax_fft_dtype",
         "jax",
-        "RFFT requires f32 or f64 input type, but is given 'f16'",
+        "RFFT requires f32 or f64 input type, but is given 'f16' (JAX 0.10: RFFT input must be "
+        "float32 or float64, got float16)",
         re.compile(
-            r"(?P<fft>I?R?FFT) requires (?P<allowed>[\w ]{0,100}?) input type, but is given '(?P<dtype>\w+)'"
+            r"(?P<fft>I?R?FFT) (?:requires (?P<allowed>[\w ]{0,100}?) input type, but is given "
+            r"'(?P<dtype>\w{1,40})'|input must be (?P<allowed2>[\w ]{0,100}?), got (?P<dtype2>\w{1,40}))"
         ),
     ),
     Pattern(
         "unsupported_dtype",
         "jax or torch",
         "Unsupported dtype bfloat16 (JAX linear algebra; PyTorch: Unsupported dtype Half)",
-        re.compile(r"Unsupported dtype (?:torch\.)?(?P<dtype>[A-Za-z]\w*)"),
+        re.compile(r"Unsupported dtype (?:torch\.)?(?P<dtype>[A-Za-z]\w{0,40})"),
     ),
+    *MORE_PATTERNS,
 )
