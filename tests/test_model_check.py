@@ -19,6 +19,7 @@ from explorer.analysis.model_numerics import headroom_bits, tensor_stats, verdic
 from explorer.analysis.model_summary import compute_format
 from explorer.analysis.model_trace import PolicyRun, TracedOp, merge_traces, tf_layer_path
 from explorer.cli import main
+from tests.support.require import require_module
 
 FORMATS = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
@@ -325,6 +326,32 @@ def test_torch_underflow_needs_loss_scaling() -> None:
     assert "loss scaling" in check.first_problem.workaround
 
 
+@pytest.mark.slow
+def test_torch_zero_gradients_against_a_direct_autocast_backward() -> None:
+    import torch
+
+    from explorer import check_model
+    from explorer.runtime import model_builtin
+
+    model = model_builtin.build("transformer", "torch").eval()
+    (x,) = model_builtin.example_inputs("transformer", "torch")
+    direct = {}
+    for policy, dtype in (("float32", None), ("autocast_float16", torch.float16)):
+        model.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
+            out = model(torch.tensor(x).requires_grad_())
+        out.float().square().mean().backward()
+        grads = [p.grad for p in model.parameters()]
+        direct[policy] = sum(int((g == 0).sum()) for g in grads) / sum(g.numel() for g in grads)
+    model.zero_grad(set_to_none=True)
+    check = check_model(model, x, policies=["float32", "autocast_float16"], devices=["CPU"])
+    runs = {r.policy: r for r in check.results}
+    assert runs["float32"].zero_grad == direct["float32"]
+    assert runs["autocast_float16"].zero_grad == direct["autocast_float16"]
+    assert direct["autocast_float16"] - direct["float32"] > 0.05  # what makes it a problem
+    assert check.first_problem is not None and check.first_problem.kind == "lost_gradients"
+
+
 # ------------------------------------------------------------------ JAX
 
 
@@ -372,6 +399,7 @@ def _json(capsys: Any, *argv: str) -> tuple[int, Any]:
         ("underflow", "keras", 1),
         ("mlp", "torch", 0),
         ("cnn", "torch", 0),
+        ("transformer", "torch", 1),  # autocast_float16 zeroes gradients: see below
         ("overflow", "torch", 1),
         ("underflow", "torch", 1),
     ],
@@ -385,6 +413,9 @@ def test_cli_every_builtin(capsys: Any, name: str, framework: str, status: int) 
     assert (result["first_problem"] is None) == (status == 0)
     for op in result["ops"]:
         assert {"layer", "raw_op", "op", "dtype", "kernel", "amp", "max_abs", "verdict"} <= set(op)
+    problem = result["first_problem"]
+    if problem is not None and problem["index"] is not None:  # named at an op that computes
+        assert not result["ops"][problem["index"]]["data_movement"]
 
 
 @pytest.mark.slow
@@ -399,6 +430,10 @@ def test_cli_file_loads_a_saved_model_and_refuses_an_unsafe_one(tmp_path: Path, 
     np.save(inputs, np.ones((2, 16), np.float32))
     status, document = _json(capsys, "--file", str(safe), "--inputs", str(inputs), "--policy", "float32")
     assert status == 0 and document["result"]["ops"]
+    np.save(inputs, np.ones((2, 15), np.float32))  # the saved model takes (None, 16): nothing is run
+    assert main(["model", "--file", str(safe), "--inputs", str(inputs)]) == 2
+    refused = capsys.readouterr()
+    assert len(refused.err.strip().splitlines()) == 1 and "(None, 16)" in refused.err
 
     inp = keras.Input((4,))
     unsafe = tmp_path / "lambda.keras"
@@ -419,3 +454,55 @@ def test_cli_usage_errors_exit_2(capsys: Any) -> None:
     assert exc.value.code == 2
     with pytest.raises(SystemExit):
         main(["model"])  # neither --builtin nor --file
+
+
+def test_cli_inputs_of_the_wrong_shape_or_kind_exit_2_with_one_line(tmp_path: Path, capsys: Any) -> None:
+    require_module("torch")
+    from explorer.runtime import model_builtin
+
+    (x,) = model_builtin.example_inputs("mlp", "torch")
+    cases = {
+        "narrow.npy": np.ones((2, x.shape[1] - 1), np.float32),  # a feature too few
+        "flat.npy": np.ones(x.shape[1], np.float32),  # no batch dimension
+        "text.npy": np.array(["a", "b"]),
+    }
+    for name, array in cases.items():
+        np.save(tmp_path / name, array)
+        argv = ["model", "--builtin", "mlp", "--framework", "torch", "--inputs", str(tmp_path / name)]
+        assert main(argv) == 2, name
+        captured = capsys.readouterr()
+        assert captured.out == "" and len(captured.err.strip().splitlines()) == 1, name
+        assert "--inputs" in captured.err
+    assert f"(None, {x.shape[1]})" in main_err(capsys, tmp_path / "narrow.npy")
+
+
+def main_err(capsys: Any, path: Path) -> str:
+    """The one line ``model --builtin mlp --framework torch --inputs PATH`` writes to stderr."""
+    main(["model", "--builtin", "mlp", "--framework", "torch", "--inputs", str(path)])
+    return str(capsys.readouterr().err)
+
+
+def test_a_model_failing_in_float32_offers_no_keep_float32_workaround() -> None:
+    require_module("torch")
+    import torch
+
+    from explorer import check_model
+
+    class Mismatch(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(5, 2)
+
+        def forward(self, x: Any) -> Any:
+            return self.proj(x)
+
+    try:  # the oracle: the module itself refuses these inputs in float32
+        Mismatch()(torch.ones(2, 4))
+        refused = ""
+    except RuntimeError as exc:
+        refused = str(exc).splitlines()[0]
+    assert refused
+    check = check_model(Mismatch(), np.ones((2, 4), np.float32), policies=["float32"], devices=["CPU"])
+    problem = check.first_problem
+    assert problem is not None and problem.kind == "run_failed" and refused in problem.detail
+    assert problem.tried == () and problem.workaround == "" and check.workarounds == {}

@@ -451,7 +451,9 @@ def _policy_result(
         loss_scale=run.loss_scale,
     )
     tried = list(done.get(policy, []))
-    if problem is not None and problem.layer_to_keep and not tried and framework != "jax":
+    # keeping a layer in float32 only means something when the policy computes in another format
+    wants_float32_run = compute_format(policy) != "float32" and framework != "jax"
+    if problem is not None and problem.layer_to_keep and not tried and wants_float32_run:
         tried.append(
             _keep_float32_run(model, inputs, policy, problem.layer_to_keep, framework, formats, extra)
         )
