@@ -213,6 +213,50 @@ def test_keras_overflow_is_confirmed_and_the_workaround_was_run() -> None:
     )
 
 
+@pytest.mark.slow
+def test_keras_grappler_onednn_bfloat16_rewrite_against_a_run_with_it_on() -> None:
+    import tensorflow as tf
+
+    from explorer import check_model
+    from explorer.runtime import model_builtin
+
+    model = model_builtin.build("mlp")
+    (x,) = model_builtin.example_inputs("mlp")
+    check = check_model(model, x, policies=["float32"], devices=["CPU"])
+    computing = [op for op in check.ops if op.raw_op in ("MatMul", "BiasAdd", "Relu")]
+    moved = {op.amp["grappler_onednn_bfloat16"]["dtype"] for op in computing}
+    # the oracle: the same model run with grappler's option on, against a NumPy pass in bfloat16
+    fn = tf.function(lambda t: model(t, training=False))
+    before = tf.config.optimizer.get_experimental_options()
+    tf.config.optimizer.set_experimental_options({"auto_mixed_precision_onednn_bfloat16": True})
+    try:
+        rewritten = fn(tf.constant(x)).numpy()
+    finally:
+        tf.config.optimizer.set_experimental_options(
+            {"auto_mixed_precision_onednn_bfloat16": False, **before}
+        )
+    bf16 = ml_dtypes.bfloat16
+
+    def dense(h: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        product = (h.astype(bf16).astype(np.float32) @ w.astype(bf16).astype(np.float32)).astype(bf16)
+        return (
+            (product.astype(np.float32) + b.astype(bf16).astype(np.float32)).astype(bf16).astype(np.float32)
+        )
+
+    w1, b1, w2, b2, w3, b3 = model.get_weights()
+    emulated = dense(np.maximum(dense(np.maximum(dense(x, w1, b1), 0), w2, b2), 0), w3, b3)
+    exact = np.asarray(model(x))
+    if np.array_equal(rewritten, exact):  # grappler did not rewrite at run time: nothing to compare
+        assert moved == {"float32"}, moved
+        return
+    assert moved == {"bfloat16"}
+    assert np.abs(rewritten - emulated).max() <= 4 * 2.0**-8 * np.abs(emulated).max()
+    assert any("auto_mixed_precision_onednn_bfloat16" in note and "8 of 8" in note for note in check.notes)
+    assert any(
+        "auto_mixed_precision (float16, CUDA) left the float32 graph unchanged" in n for n in check.notes
+    )
+
+
 # ------------------------------------------------------------------ PyTorch
 
 

@@ -290,7 +290,11 @@ class ModelTab(Tab):
         self.show_html(
             f"<p><b>{_e(check.framework_version)}</b>, per policy and device:</p><ul>{sentences}</ul>"
             + table_html(check)
-            + (f"<p style='color:#555'>Not observed here:</p><ul>{notes}</ul>" if notes else "")
+            + (
+                f"<p style='color:#555'>Notes (what was and was not observed here):</p><ul>{notes}</ul>"
+                if notes
+                else ""
+            )
         )
         options = [
             (

@@ -16,7 +16,9 @@ EXIT_1 = "under some --policy the model does not run, overflows or loses its gra
 JSON_RESULT = (
     "{framework, framework_version, policies, devices, formats, ops: [{index, layer, raw_op, op, "
     "data_movement, dtype: {policy: dtype}, kernel: {policy: {device: {declared, run, error, "
-    "first_release}}}, amp: {policy: {in, out, layer_compute_dtype, layer_variable_dtype}}, max_abs, "
+    "first_release}}}, amp: {policy: {in, out, layer_compute_dtype, layer_variable_dtype}, "
+    "grappler_onednn_bfloat16: {dtype, observed} (Keras, where grappler rewrote the float32 graph "
+    "here)}, max_abs, "
     "max_grad, stats, headroom_bits: {format: bits}, verdict: {format: fits|overflows|underflows|"
     "loses_gradients}}], results: [{policy, device, ran, error, failing_op, first_nonfinite, zero_grad, "
     "zero_grad_scaled, loss_scale, first_release, sentence, problem}], summary: [sentence], "
