@@ -5,6 +5,7 @@ module's own layers, ml_dtypes' format limits, the shipped release history."""
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import ml_dtypes
@@ -96,7 +97,11 @@ def _direct_maxima() -> dict[str, float]:
 def test_tab_says_it_checks_in_the_background_then_shows_the_first_problem(overflow_tab: Any) -> None:
     app, tab, shown = overflow_tab
     running = [s for s in shown if "px-msg-loading" in s]
-    assert running and "background thread" in running[0]
+    assert running and "in a sandbox worker process" in running[0]
+    from explorer.runtime.model_builtin import model_sandbox
+
+    workers = model_sandbox().workers()  # the check ran there, not in this process
+    assert workers.get("torch") not in (None, os.getpid())
     assert app.selected_tab is tab and "px-msg-error" not in tab.status.value
     top = tab.problem.value
     amplify = _direct_maxima()["amplify"]

@@ -225,13 +225,16 @@ class ModelTab(Tab):
         else:
 
             def work(ctx: Any) -> ModelCheck:
-                return check_builtin(source, framework)
+                return check_builtin(source, framework, in_worker=True)
 
-        name = source if source == USER_MODEL else f"{source} ({framework})"
+        if source == USER_MODEL:
+            where = "your model, in this kernel (a background thread)"
+        else:
+            where = f"{source} ({framework}) in a sandbox worker process, from a background thread"
         self.check_button.disabled = True
         self.working.value = (
-            f"checking {name} in a background thread (a forward and backward pass per policy; the first "
-            "check also imports the framework); the other tabs stay usable…"
+            f"checking {where}: a forward and backward pass per policy, and the framework's import "
+            "the first time; the other tabs stay usable…"
         )
         self.failures.pop(key, None)
         self.job = Job("model check", work)

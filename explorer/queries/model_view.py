@@ -196,12 +196,26 @@ def check_builtin(
     policies: Sequence[str] | None = None,
     devices: Sequence[str] | None = None,
     formats: Sequence[str] | None = None,
+    in_worker: bool = False,
+    timeout: float = 600.0,
 ) -> ModelCheck:
     """:func:`~explorer.queries.model_check.check_model` of the built-in model ``name`` in
-    ``framework`` on its seeded example inputs (ValueError lists the valid names)."""
+    ``framework`` on its seeded example inputs (ValueError lists the valid names).
+
+    ``in_worker``: run it in a sandbox worker process (:func:`explorer.runtime.model_builtin.model_sandbox`):
+    a crash or a hang past ``timeout`` seconds raises ``SandboxError`` here and costs only the
+    worker."""
     from explorer.queries.model_check import check_model
     from explorer.runtime import model_builtin
 
+    model_builtin.get_builtin(name)  # bad names refused here, before a worker starts
+    if framework not in model_builtin.FRAMEWORKS:
+        raise ValueError(f"unknown framework {framework!r}; valid: {', '.join(model_builtin.FRAMEWORKS)}")
+    if in_worker:
+        key = model_builtin.WORKER_KEYS[framework]
+        return model_builtin.model_sandbox().call(
+            key, check_builtin_here, name, framework, policies, devices, formats, timeout=timeout
+        )
     model = model_builtin.build(name, framework)
     return check_model(
         model,
@@ -212,11 +226,23 @@ def check_builtin(
     )
 
 
+def check_builtin_here(
+    name: str,
+    framework: str,
+    policies: Sequence[str] | None,
+    devices: Sequence[str] | None,
+    formats: Sequence[str] | None,
+) -> ModelCheck:
+    """Worker side of :func:`check_builtin` (``in_worker=True``): the check, in this process."""
+    return check_builtin(name, framework, policies=policies, devices=devices, formats=formats)
+
+
 __all__ = [
     "MODEL_LAYER",
     "LayerGroup",
     "OpDetail",
     "check_builtin",
+    "check_builtin_here",
     "first_problem_text",
     "layer_groups",
     "layer_maxima",
