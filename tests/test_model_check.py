@@ -116,14 +116,20 @@ def test_keras_op_list_is_the_concrete_functions_graph() -> None:
     assert {op.layer for op in check.ops} >= {"conv_1", "pool", "conv_2", "gap", "logits"}
 
 
-@pytest.mark.slow
-def test_keras_max_activation_against_a_forward_pass_written_here() -> None:
+@pytest.fixture(scope="module")
+def keras_mlp_float32() -> tuple[Any, np.ndarray, Any]:
+    """The built-in Keras MLP, its example input and its float32 check on CPU (one for the module)."""
     from explorer import check_model
     from explorer.runtime import model_builtin
 
     model = model_builtin.build("mlp")
     (x,) = model_builtin.example_inputs("mlp")
-    check = check_model(model, x, policies=["float32"], devices=["CPU"])
+    return model, x, check_model(model, x, policies=["float32"], devices=["CPU"])
+
+
+@pytest.mark.slow
+def test_keras_max_activation_against_a_forward_pass_written_here(keras_mlp_float32: Any) -> None:
+    model, x, check = keras_mlp_float32
     w1, b1, w2, b2, w3, b3 = (np.asarray(w, np.float64) for w in model.get_weights())
     h1 = np.maximum(x @ w1 + b1, 0)
     h2 = np.maximum(h1 @ w2 + b2, 0)
@@ -214,15 +220,10 @@ def test_keras_overflow_is_confirmed_and_the_workaround_was_run() -> None:
 
 
 @pytest.mark.slow
-def test_keras_grappler_onednn_bfloat16_rewrite_against_a_run_with_it_on() -> None:
+def test_keras_grappler_onednn_bfloat16_rewrite_against_a_run_with_it_on(keras_mlp_float32: Any) -> None:
     import tensorflow as tf
 
-    from explorer import check_model
-    from explorer.runtime import model_builtin
-
-    model = model_builtin.build("mlp")
-    (x,) = model_builtin.example_inputs("mlp")
-    check = check_model(model, x, policies=["float32"], devices=["CPU"])
+    model, x, check = keras_mlp_float32
     computing = [op for op in check.ops if op.raw_op in ("MatMul", "BiasAdd", "Relu")]
     moved = {op.amp["grappler_onednn_bfloat16"]["dtype"] for op in computing}
     # the oracle: the same model run with grappler's option on, against a NumPy pass in bfloat16
