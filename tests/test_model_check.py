@@ -424,6 +424,15 @@ def test_jax_op_list_and_values_against_the_jaxpr_and_numpy() -> None:
     bf16 = check_model(fn, x, params=params, policies=["p=f32,c=bf16,o=f32"], devices=["CPU"])
     assert {op.dtype["p=f32,c=bf16,o=f32"] for op in bf16.ops if op.raw_op == "tanh"} == {"bfloat16"}
 
+    def jmp(p: Any, t: Any) -> Any:  # jmp's policy written here: params f32, compute bf16, output f32
+        to_bf16 = lambda tree: jax.tree_util.tree_map(lambda a: a.astype(jnp.bfloat16), tree)
+        return fn(to_bf16(p), to_bf16(t)).astype(jnp.float32)
+
+    direct = [
+        (e.primitive.name, str(e.outvars[0].aval.dtype)) for e in jax.make_jaxpr(jmp)(params, x).jaxpr.eqns
+    ]
+    assert [(op.raw_op, op.dtype["p=f32,c=bf16,o=f32"]) for op in bf16.ops] == direct
+
 
 # ------------------------------------------------------------------ the CLI
 

@@ -148,17 +148,17 @@ class ModelTab(Tab):
     )
 
     def build(self) -> None:
-        from explorer.runtime.model_builtin import BUILTINS, FRAMEWORKS
+        from explorer.queries.model_view import builtin_choices
 
         user = self.ctx.user_model
-        options = [(f"{name}: {b.description}", name) for name, b in BUILTINS.items()]
+        options, frameworks = builtin_choices()
         if user is not None:
             options.insert(0, (f"{USER_MODEL} (explorer.App(model=...))", USER_MODEL))
         self.source = widgets.Dropdown(
             options=options, description="Model", layout=widgets.Layout(width="560px")
         )
         self.source.add_class("px-model-source")
-        self.framework = widgets.Dropdown(options=list(FRAMEWORKS), description="Framework")
+        self.framework = widgets.Dropdown(options=list(frameworks), description="Framework")
         self.framework.add_class("px-model-framework")
         self.check_button = widgets.Button(
             description="Check", button_style="info", tooltip="check the model"

@@ -226,6 +226,18 @@ def check_builtin(
     )
 
 
+def builtin_choices() -> tuple[list[tuple[str, str]], tuple[str, ...]]:
+    """The built-in models as (label, name) pairs, and the frameworks each is built in.
+
+    >>> choices, frameworks = builtin_choices()
+    >>> choices[0], frameworks
+    (('mlp: three dense layers with ReLU', 'mlp'), ('keras', 'torch'))
+    """
+    from explorer.runtime.model_builtin import BUILTINS, FRAMEWORKS
+
+    return [(f"{name}: {b.description}", name) for name, b in BUILTINS.items()], FRAMEWORKS
+
+
 def check_builtin_here(
     name: str,
     framework: str,
@@ -241,6 +253,7 @@ __all__ = [
     "MODEL_LAYER",
     "LayerGroup",
     "OpDetail",
+    "builtin_choices",
     "check_builtin",
     "check_builtin_here",
     "first_problem_text",
