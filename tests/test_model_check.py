@@ -194,29 +194,40 @@ def test_keras_missing_kernel_names_the_op_a_direct_run_fails_on() -> None:
     assert not check.ok
 
 
-@pytest.mark.slow
-def test_keras_overflow_is_confirmed_and_the_workaround_was_run() -> None:
-    from explorer import check_model
-    from explorer.runtime import model_builtin
+@pytest.fixture(scope="module")
+def cli_runs() -> dict[tuple[str, str], tuple[int, Any]]:
+    """``model --builtin NAME --framework F --device CPU --json`` runs of this module, each made once
+    (:func:`cli_json`): (exit status, document)."""
+    return {}
 
-    check = check_model(
-        model_builtin.build("overflow"), model_builtin.example_inputs("overflow"), devices=["CPU"]
-    )
-    amplify = next(op for op in check.ops if op.layer == "amplify" and op.raw_op == "Mul")
-    assert amplify.max_abs is not None and amplify.max_abs > float(ml_dtypes.finfo(np.float16).max)
-    assert amplify.verdict["float16"] == "overflows" and amplify.verdict["bfloat16"] == "fits"
-    problem = check.first_problem
-    assert problem is not None and (problem.kind, problem.policy, problem.layer) == (
-        "overflow",
-        "mixed_float16",
-        "amplify",
-    )
-    assert problem.tried and problem.tried[0]["finite"] and "was run" in problem.workaround
-    by_policy = {r.policy: r for r in check.results}
-    assert (
-        by_policy["mixed_float16"].first_nonfinite is not None
-        and by_policy["mixed_bfloat16"].first_nonfinite is None
-    )
+
+def cli_json(runs: dict[tuple[str, str], tuple[int, Any]], name: str, framework: str) -> tuple[int, Any]:
+    """The exit status and JSON document of ``model --builtin name --framework framework``."""
+    import contextlib
+    import io
+
+    if (name, framework) not in runs:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = main(["model", "--builtin", name, "--framework", framework, "--device", "CPU", "--json"])
+        runs[(name, framework)] = (status, json.loads(out.getvalue()))
+    return runs[(name, framework)]
+
+
+@pytest.mark.slow
+def test_keras_overflow_is_confirmed_and_the_workaround_was_run(cli_runs: Any) -> None:
+    status, document = cli_json(cli_runs, "overflow", "keras")
+    result = document["result"]
+    amplify = next(op for op in result["ops"] if op["layer"] == "amplify" and op["raw_op"] == "Mul")
+    assert amplify["max_abs"] > float(ml_dtypes.finfo(np.float16).max)
+    assert amplify["verdict"]["float16"] == "overflows" and amplify["verdict"]["bfloat16"] == "fits"
+    problem = result["first_problem"]
+    assert (problem["kind"], problem["policy"], problem["layer"]) == ("overflow", "mixed_float16", "amplify")
+    assert problem["tried"] and problem["tried"][0]["finite"] and "was run" in problem["workaround"]
+    by_policy = {r["policy"]: r for r in result["results"]}
+    assert by_policy["mixed_float16"]["first_nonfinite"] is not None
+    assert by_policy["mixed_bfloat16"]["first_nonfinite"] is None
+    assert status == 1
 
 
 @pytest.mark.slow
@@ -458,8 +469,8 @@ def _json(capsys: Any, *argv: str) -> tuple[int, Any]:
         ("underflow", "torch", 1),
     ],
 )
-def test_cli_every_builtin(capsys: Any, name: str, framework: str, status: int) -> None:
-    got, document = _json(capsys, "--builtin", name, "--framework", framework, "--device", "CPU")
+def test_cli_every_builtin(cli_runs: Any, name: str, framework: str, status: int) -> None:
+    got, document = cli_json(cli_runs, name, framework)
     assert got == status
     result = document["result"]
     assert set(document) == {"environment", "result"}
@@ -498,6 +509,18 @@ def test_cli_file_loads_a_saved_model_and_refuses_an_unsafe_one(tmp_path: Path, 
     assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
     assert "refused" in captured.err and "Lambda" in captured.err
     assert hashlib.sha256(unsafe.read_bytes()).hexdigest() == before
+
+    @keras.saving.register_keras_serializable(package="px_cli_test")
+    class Doubler(keras.layers.Layer):  # a custom object: its code is not in the file
+        def call(self, t: Any) -> Any:
+            return t * 2
+
+    custom = tmp_path / "custom.keras"
+    keras.Model(inp, Doubler(name="doubler")(inp)).save(custom)
+    del keras.saving.get_custom_objects()["px_cli_test>Doubler"]  # as in a fresh `precision-explorer`
+    assert main(["model", "--file", str(custom)]) == 2
+    refused = capsys.readouterr()
+    assert refused.out == "" and len(refused.err.strip().splitlines()) == 1 and "refused" in refused.err
 
 
 def test_cli_usage_errors_exit_2(capsys: Any) -> None:
