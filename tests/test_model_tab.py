@@ -218,3 +218,24 @@ def test_op_detail_history_is_the_shipped_release_history() -> None:
     assert named == [layer.name for layer in model_layers("mlp")]
     with pytest.raises(IndexError, match="out of range"):
         op_detail(check, len(check.ops))
+
+
+def test_a_check_that_fails_is_shown_in_the_tab_not_raised() -> None:
+    require_module("torch")
+    import torch
+
+    import explorer
+
+    class Broken(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            raise KeyError("<img src=x onerror=alert(1)>")  # hostile text: shown escaped
+
+    app = explorer.App(load_tensorflow=False, model=Broken(), example_inputs=np.ones((1, 2), np.float32))
+    tab = app.selected_tab
+    assert tab.job is not None
+    with pytest.raises(RuntimeError, match="KeyError"):  # Job.wait re-raises a failure
+        tab.job.wait(600)
+    assert tab.job.status == "failed"
+    assert "could not be checked" in tab.status.value and "KeyError" in tab.status.value
+    assert "<img" not in tab.status.value and "&lt;img" in tab.status.value
+    assert tab.check_button.disabled is False and tab.figure is None
