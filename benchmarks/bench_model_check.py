@@ -12,6 +12,10 @@ policies (float32 and its two mixed policies) on CPU and GPU (GPU: declared only
 - warm: a second check of the same model in the same process;
 - peak RSS: the process's peak resident memory (``ru_maxrss``) after both checks, and how much
   it grew during the first check.
+
+And the app's path for the Keras CNN: ``check_builtin(..., in_worker=True)`` from a process that
+imports no framework, twice (cold: the worker's start and TensorFlow's import count; warm: the
+worker is warm).
 """
 
 from __future__ import annotations
@@ -47,11 +51,27 @@ print(json.dumps({"cold": cold, "first_check": first, "warm": warm, "ops": len(c
 
 CASES = (("keras", "cnn"), ("keras", "transformer"), ("torch", "cnn"), ("torch", "transformer"))
 
+#: the app's path: check_builtin(..., in_worker=True) from a process that imports no framework
+_WORKER_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+from explorer.queries.model_view import check_builtin
+name, framework = sys.argv[1], sys.argv[2]
+check = check_builtin(name, framework, in_worker=True)
+cold = time.perf_counter() - t0
+t1 = time.perf_counter()
+check_builtin(name, framework, in_worker=True)
+warm = time.perf_counter() - t1
+print(json.dumps({"cold": cold, "warm": warm, "ops": len(check.ops), "policies": len(check.policies),
+                  "framework_here": any(m in sys.modules for m in ("tensorflow", "torch"))}))
+"""
+WORKER_CASES = (("keras", "cnn"),)
 
-def measure(framework: str, name: str) -> dict[str, Any]:
+
+def measure(framework: str, name: str, child: str = _CHILD) -> dict[str, Any]:
     """One fresh process's figures for ``name`` in ``framework``."""
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, name, framework],
+        [sys.executable, "-c", child, name, framework],
         capture_output=True,
         text=True,
         check=True,
@@ -73,6 +93,14 @@ def run() -> list[tuple[str, float, str]]:
             (f"{where}: warm check", m["warm"], "s"),
             (f"{where}: peak RSS", m["rss_mib"], "MiB"),
             (f"{where}: RSS growth during the first check", m["check_rss_mib"], "MiB"),
+        ]
+    for framework, name in WORKER_CASES:
+        m = measure(framework, name, _WORKER_CHILD)
+        assert not m["framework_here"], "the caller imported the framework: not the worker path"
+        where = f"{framework} {name} in a sandbox worker (the app's path)"
+        rows += [
+            (f"{where}: cold, process start, worker start and import to first check", m["cold"], "s"),
+            (f"{where}: warm check (worker warm)", m["warm"], "s"),
         ]
     return rows
 

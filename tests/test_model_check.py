@@ -19,6 +19,7 @@ from explorer.analysis.model_numerics import headroom_bits, tensor_stats, verdic
 from explorer.analysis.model_summary import compute_format
 from explorer.analysis.model_trace import PolicyRun, TracedOp, merge_traces, tf_layer_path
 from explorer.cli import main
+from tests.support.require import require_module
 
 FORMATS = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
@@ -115,14 +116,20 @@ def test_keras_op_list_is_the_concrete_functions_graph() -> None:
     assert {op.layer for op in check.ops} >= {"conv_1", "pool", "conv_2", "gap", "logits"}
 
 
-@pytest.mark.slow
-def test_keras_max_activation_against_a_forward_pass_written_here() -> None:
+@pytest.fixture(scope="module")
+def keras_mlp_float32() -> tuple[Any, np.ndarray, Any]:
+    """The built-in Keras MLP, its example input and its float32 check on CPU (one for the module)."""
     from explorer import check_model
     from explorer.runtime import model_builtin
 
     model = model_builtin.build("mlp")
     (x,) = model_builtin.example_inputs("mlp")
-    check = check_model(model, x, policies=["float32"], devices=["CPU"])
+    return model, x, check_model(model, x, policies=["float32"], devices=["CPU"])
+
+
+@pytest.mark.slow
+def test_keras_max_activation_against_a_forward_pass_written_here(keras_mlp_float32: Any) -> None:
+    model, x, check = keras_mlp_float32
     w1, b1, w2, b2, w3, b3 = (np.asarray(w, np.float64) for w in model.get_weights())
     h1 = np.maximum(x @ w1 + b1, 0)
     h2 = np.maximum(h1 @ w2 + b2, 0)
@@ -187,28 +194,78 @@ def test_keras_missing_kernel_names_the_op_a_direct_run_fails_on() -> None:
     assert not check.ok
 
 
-@pytest.mark.slow
-def test_keras_overflow_is_confirmed_and_the_workaround_was_run() -> None:
-    from explorer import check_model
-    from explorer.runtime import model_builtin
+@pytest.fixture(scope="module")
+def cli_runs() -> dict[tuple[str, str], tuple[int, Any]]:
+    """``model --builtin NAME --framework F --device CPU --json`` runs of this module, each made once
+    (:func:`cli_json`): (exit status, document)."""
+    return {}
 
-    check = check_model(
-        model_builtin.build("overflow"), model_builtin.example_inputs("overflow"), devices=["CPU"]
-    )
-    amplify = next(op for op in check.ops if op.layer == "amplify" and op.raw_op == "Mul")
-    assert amplify.max_abs is not None and amplify.max_abs > float(ml_dtypes.finfo(np.float16).max)
-    assert amplify.verdict["float16"] == "overflows" and amplify.verdict["bfloat16"] == "fits"
-    problem = check.first_problem
-    assert problem is not None and (problem.kind, problem.policy, problem.layer) == (
-        "overflow",
-        "mixed_float16",
-        "amplify",
-    )
-    assert problem.tried and problem.tried[0]["finite"] and "was run" in problem.workaround
-    by_policy = {r.policy: r for r in check.results}
-    assert (
-        by_policy["mixed_float16"].first_nonfinite is not None
-        and by_policy["mixed_bfloat16"].first_nonfinite is None
+
+def cli_json(runs: dict[tuple[str, str], tuple[int, Any]], name: str, framework: str) -> tuple[int, Any]:
+    """The exit status and JSON document of ``model --builtin name --framework framework``."""
+    import contextlib
+    import io
+
+    if (name, framework) not in runs:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = main(["model", "--builtin", name, "--framework", framework, "--device", "CPU", "--json"])
+        runs[(name, framework)] = (status, json.loads(out.getvalue()))
+    return runs[(name, framework)]
+
+
+@pytest.mark.slow
+def test_keras_overflow_is_confirmed_and_the_workaround_was_run(cli_runs: Any) -> None:
+    status, document = cli_json(cli_runs, "overflow", "keras")
+    result = document["result"]
+    amplify = next(op for op in result["ops"] if op["layer"] == "amplify" and op["raw_op"] == "Mul")
+    assert amplify["max_abs"] > float(ml_dtypes.finfo(np.float16).max)
+    assert amplify["verdict"]["float16"] == "overflows" and amplify["verdict"]["bfloat16"] == "fits"
+    problem = result["first_problem"]
+    assert (problem["kind"], problem["policy"], problem["layer"]) == ("overflow", "mixed_float16", "amplify")
+    assert problem["tried"] and problem["tried"][0]["finite"] and "was run" in problem["workaround"]
+    by_policy = {r["policy"]: r for r in result["results"]}
+    assert by_policy["mixed_float16"]["first_nonfinite"] is not None
+    assert by_policy["mixed_bfloat16"]["first_nonfinite"] is None
+    assert status == 1
+
+
+@pytest.mark.slow
+def test_keras_grappler_onednn_bfloat16_rewrite_against_a_run_with_it_on(keras_mlp_float32: Any) -> None:
+    import tensorflow as tf
+
+    model, x, check = keras_mlp_float32
+    computing = [op for op in check.ops if op.raw_op in ("MatMul", "BiasAdd", "Relu")]
+    moved = {op.amp["grappler_onednn_bfloat16"]["dtype"] for op in computing}
+    # the oracle: the same model run with grappler's option on, against a NumPy pass in bfloat16
+    fn = tf.function(lambda t: model(t, training=False))
+    before = tf.config.optimizer.get_experimental_options()
+    tf.config.optimizer.set_experimental_options({"auto_mixed_precision_onednn_bfloat16": True})
+    try:
+        rewritten = fn(tf.constant(x)).numpy()
+    finally:
+        tf.config.optimizer.set_experimental_options(
+            {"auto_mixed_precision_onednn_bfloat16": False, **before}
+        )
+    bf16 = ml_dtypes.bfloat16
+
+    def dense(h: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        product = (h.astype(bf16).astype(np.float32) @ w.astype(bf16).astype(np.float32)).astype(bf16)
+        return (
+            (product.astype(np.float32) + b.astype(bf16).astype(np.float32)).astype(bf16).astype(np.float32)
+        )
+
+    w1, b1, w2, b2, w3, b3 = model.get_weights()
+    emulated = dense(np.maximum(dense(np.maximum(dense(x, w1, b1), 0), w2, b2), 0), w3, b3)
+    exact = np.asarray(model(x))
+    if np.array_equal(rewritten, exact):  # grappler did not rewrite at run time: nothing to compare
+        assert moved == {"float32"}, moved
+        return
+    assert moved == {"bfloat16"}
+    assert np.abs(rewritten - emulated).max() <= 4 * 2.0**-8 * np.abs(emulated).max()
+    assert any("auto_mixed_precision_onednn_bfloat16" in note and "8 of 8" in note for note in check.notes)
+    assert any(
+        "auto_mixed_precision (float16, CUDA) left the float32 graph unchanged" in n for n in check.notes
     )
 
 
@@ -325,6 +382,32 @@ def test_torch_underflow_needs_loss_scaling() -> None:
     assert "loss scaling" in check.first_problem.workaround
 
 
+@pytest.mark.slow
+def test_torch_zero_gradients_against_a_direct_autocast_backward() -> None:
+    import torch
+
+    from explorer import check_model
+    from explorer.runtime import model_builtin
+
+    model = model_builtin.build("transformer", "torch").eval()
+    (x,) = model_builtin.example_inputs("transformer", "torch")
+    direct = {}
+    for policy, dtype in (("float32", None), ("autocast_float16", torch.float16)):
+        model.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
+            out = model(torch.tensor(x).requires_grad_())
+        out.float().square().mean().backward()
+        grads = [p.grad for p in model.parameters()]
+        direct[policy] = sum(int((g == 0).sum()) for g in grads) / sum(g.numel() for g in grads)
+    model.zero_grad(set_to_none=True)
+    check = check_model(model, x, policies=["float32", "autocast_float16"], devices=["CPU"])
+    runs = {r.policy: r for r in check.results}
+    assert runs["float32"].zero_grad == direct["float32"]
+    assert runs["autocast_float16"].zero_grad == direct["autocast_float16"]
+    assert direct["autocast_float16"] - direct["float32"] > 0.05  # what makes it a problem
+    assert check.first_problem is not None and check.first_problem.kind == "lost_gradients"
+
+
 # ------------------------------------------------------------------ JAX
 
 
@@ -352,6 +435,15 @@ def test_jax_op_list_and_values_against_the_jaxpr_and_numpy() -> None:
     bf16 = check_model(fn, x, params=params, policies=["p=f32,c=bf16,o=f32"], devices=["CPU"])
     assert {op.dtype["p=f32,c=bf16,o=f32"] for op in bf16.ops if op.raw_op == "tanh"} == {"bfloat16"}
 
+    def jmp(p: Any, t: Any) -> Any:  # jmp's policy written here: params f32, compute bf16, output f32
+        to_bf16 = lambda tree: jax.tree_util.tree_map(lambda a: a.astype(jnp.bfloat16), tree)
+        return fn(to_bf16(p), to_bf16(t)).astype(jnp.float32)
+
+    direct = [
+        (e.primitive.name, str(e.outvars[0].aval.dtype)) for e in jax.make_jaxpr(jmp)(params, x).jaxpr.eqns
+    ]
+    assert [(op.raw_op, op.dtype["p=f32,c=bf16,o=f32"]) for op in bf16.ops] == direct
+
 
 # ------------------------------------------------------------------ the CLI
 
@@ -372,12 +464,13 @@ def _json(capsys: Any, *argv: str) -> tuple[int, Any]:
         ("underflow", "keras", 1),
         ("mlp", "torch", 0),
         ("cnn", "torch", 0),
+        ("transformer", "torch", 1),  # autocast_float16 zeroes gradients: see below
         ("overflow", "torch", 1),
         ("underflow", "torch", 1),
     ],
 )
-def test_cli_every_builtin(capsys: Any, name: str, framework: str, status: int) -> None:
-    got, document = _json(capsys, "--builtin", name, "--framework", framework, "--device", "CPU")
+def test_cli_every_builtin(cli_runs: Any, name: str, framework: str, status: int) -> None:
+    got, document = cli_json(cli_runs, name, framework)
     assert got == status
     result = document["result"]
     assert set(document) == {"environment", "result"}
@@ -385,6 +478,9 @@ def test_cli_every_builtin(capsys: Any, name: str, framework: str, status: int) 
     assert (result["first_problem"] is None) == (status == 0)
     for op in result["ops"]:
         assert {"layer", "raw_op", "op", "dtype", "kernel", "amp", "max_abs", "verdict"} <= set(op)
+    problem = result["first_problem"]
+    if problem is not None and problem["index"] is not None:  # named at an op that computes
+        assert not result["ops"][problem["index"]]["data_movement"]
 
 
 @pytest.mark.slow
@@ -399,6 +495,10 @@ def test_cli_file_loads_a_saved_model_and_refuses_an_unsafe_one(tmp_path: Path, 
     np.save(inputs, np.ones((2, 16), np.float32))
     status, document = _json(capsys, "--file", str(safe), "--inputs", str(inputs), "--policy", "float32")
     assert status == 0 and document["result"]["ops"]
+    np.save(inputs, np.ones((2, 15), np.float32))  # the saved model takes (None, 16): nothing is run
+    assert main(["model", "--file", str(safe), "--inputs", str(inputs)]) == 2
+    refused = capsys.readouterr()
+    assert len(refused.err.strip().splitlines()) == 1 and "(None, 16)" in refused.err
 
     inp = keras.Input((4,))
     unsafe = tmp_path / "lambda.keras"
@@ -410,6 +510,18 @@ def test_cli_file_loads_a_saved_model_and_refuses_an_unsafe_one(tmp_path: Path, 
     assert "refused" in captured.err and "Lambda" in captured.err
     assert hashlib.sha256(unsafe.read_bytes()).hexdigest() == before
 
+    @keras.saving.register_keras_serializable(package="px_cli_test")
+    class Doubler(keras.layers.Layer):  # a custom object: its code is not in the file
+        def call(self, t: Any) -> Any:
+            return t * 2
+
+    custom = tmp_path / "custom.keras"
+    keras.Model(inp, Doubler(name="doubler")(inp)).save(custom)
+    del keras.saving.get_custom_objects()["px_cli_test>Doubler"]  # as in a fresh `precision-explorer`
+    assert main(["model", "--file", str(custom)]) == 2
+    refused = capsys.readouterr()
+    assert refused.out == "" and len(refused.err.strip().splitlines()) == 1 and "refused" in refused.err
+
 
 def test_cli_usage_errors_exit_2(capsys: Any) -> None:
     assert main(["model", "--builtin", "mlp", "--policy", "fp17"]) == 2
@@ -419,3 +531,55 @@ def test_cli_usage_errors_exit_2(capsys: Any) -> None:
     assert exc.value.code == 2
     with pytest.raises(SystemExit):
         main(["model"])  # neither --builtin nor --file
+
+
+def test_cli_inputs_of_the_wrong_shape_or_kind_exit_2_with_one_line(tmp_path: Path, capsys: Any) -> None:
+    require_module("torch")
+    from explorer.runtime import model_builtin
+
+    (x,) = model_builtin.example_inputs("mlp", "torch")
+    cases = {
+        "narrow.npy": np.ones((2, x.shape[1] - 1), np.float32),  # a feature too few
+        "flat.npy": np.ones(x.shape[1], np.float32),  # no batch dimension
+        "text.npy": np.array(["a", "b"]),
+    }
+    for name, array in cases.items():
+        np.save(tmp_path / name, array)
+        argv = ["model", "--builtin", "mlp", "--framework", "torch", "--inputs", str(tmp_path / name)]
+        assert main(argv) == 2, name
+        captured = capsys.readouterr()
+        assert captured.out == "" and len(captured.err.strip().splitlines()) == 1, name
+        assert "--inputs" in captured.err
+    assert f"(None, {x.shape[1]})" in main_err(capsys, tmp_path / "narrow.npy")
+
+
+def main_err(capsys: Any, path: Path) -> str:
+    """The one line ``model --builtin mlp --framework torch --inputs PATH`` writes to stderr."""
+    main(["model", "--builtin", "mlp", "--framework", "torch", "--inputs", str(path)])
+    return str(capsys.readouterr().err)
+
+
+def test_a_model_failing_in_float32_offers_no_keep_float32_workaround() -> None:
+    require_module("torch")
+    import torch
+
+    from explorer import check_model
+
+    class Mismatch(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(5, 2)
+
+        def forward(self, x: Any) -> Any:
+            return self.proj(x)
+
+    try:  # the oracle: the module itself refuses these inputs in float32
+        Mismatch()(torch.ones(2, 4))
+        refused = ""
+    except RuntimeError as exc:
+        refused = str(exc).splitlines()[0]
+    assert refused
+    check = check_model(Mismatch(), np.ones((2, 4), np.float32), policies=["float32"], devices=["CPU"])
+    problem = check.first_problem
+    assert problem is not None and problem.kind == "run_failed" and refused in problem.detail
+    assert problem.tried == () and problem.workaround == "" and check.workarounds == {}

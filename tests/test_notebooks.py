@@ -51,7 +51,13 @@ TIMEOUT = int(os.environ.get("PX_NOTEBOOK_TIMEOUT", "300"))
 UPDATE = os.environ.get("PX_UPDATE_EXPECTED") == "1"
 REGENERATE = "PX_UPDATE_EXPECTED=1 python -m pytest tests/test_notebooks.py"
 #: The course, in order: notebooks/README.md lists these.
-COURSE = ["01_float16_on_cpu", "02_overflow_underflow", "03_mixed_precision_training", "04_fp8"]
+COURSE = [
+    "01_float16_on_cpu",
+    "02_overflow_underflow",
+    "03_mixed_precision_training",
+    "04_fp8",
+    "05_your_model",
+]
 
 
 def _ids(paths: list[Path]) -> list[str]:

@@ -201,7 +201,9 @@ def policy_problem(
                 (
                     op
                     for op in ops
-                    if _in_format(op, policy, fmt) and op["verdict"].get(fmt) == "loses_gradients"
+                    if _in_format(op, policy, fmt)
+                    and not op.get("data_movement")
+                    and op["verdict"].get(fmt) == "loses_gradients"
                 ),
                 None,
             )
@@ -219,7 +221,13 @@ def policy_problem(
             )
     if ran is None:
         lost = next(
-            (op for op in ops if _in_format(op, policy, fmt) and op["verdict"].get(fmt) == "loses_gradients"),
+            (
+                op
+                for op in ops
+                if _in_format(op, policy, fmt)
+                and not op.get("data_movement")
+                and op["verdict"].get(fmt) == "loses_gradients"
+            ),
             None,
         )
         if lost is not None:

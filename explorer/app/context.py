@@ -135,6 +135,8 @@ class AppContext:
         #: a kernel snapshot loaded from a file (another machine's results), or None
         self.snapshot: Any = None
         self.snapshot_name: str = ""
+        #: the model and example inputs passed to ``explorer.App(model=..., example_inputs=...)``
+        self.user_model: tuple[Any, Any] | None = None
 
     @property
     def tf_ready(self) -> bool:

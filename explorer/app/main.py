@@ -32,10 +32,11 @@ def _tab_classes() -> list[type[Tab]]:
     from explorer.app.environment_tab import EnvironmentTab
     from explorer.app.explain_tab import ExplainTab
     from explorer.app.kernels_tab import KernelsTab
+    from explorer.app.model_tab import ModelTab
     from explorer.app.ranges_tab import RangesTab
     from explorer.app.training_tab import TrainingTab
 
-    return [KernelsTab, RangesTab, AccuracyTab, BitsTab, TrainingTab, EnvironmentTab, ExplainTab]
+    return [KernelsTab, RangesTab, AccuracyTab, BitsTab, TrainingTab, EnvironmentTab, ExplainTab, ModelTab]
 
 
 class TabSet(Mapping[str, Tab]):
@@ -117,7 +118,9 @@ class App:
     a tab then says TensorFlow is not loaded).
     The selection lives in ``app.state`` (an :class:`~explorer.app.state.AppState`);
     widgets are in ``app.controls``; tabs in ``app.tabs`` by key
-    (kernels, ranges, accuracy, bits, training, environment, explain).  A tab's widgets are
+    (kernels, ranges, accuracy, bits, training, environment, explain, model).
+    ``App(model=m, example_inputs=x)`` (a Keras model, ``torch.nn.Module`` or JAX function)
+    opens on the Your model tab, which checks it.  A tab's widgets are
     built when it is first shown or accessed (``app.tabs[key]``, ``app.tab(key)``): see
     :class:`TabSet`.
     """
@@ -125,16 +128,21 @@ class App:
     def __init__(
         self,
         *,
-        tab: str = "kernels",
+        tab: str | None = None,
         load_tensorflow: bool = True,
         tf_loader: BackgroundLoader | None = None,
+        model: Any = None,
+        example_inputs: Any = None,
         **selection: Any,
     ) -> None:
         start = time.perf_counter()
+        tab = tab or ("model" if model is not None else "kernels")
         #: whether a shown tab that needs TensorFlow in this kernel may start its import
         self.load_tensorflow = load_tensorflow
         self.state = AppState(**selection)
         self.ctx = AppContext(self.state, tf_loader)
+        if model is not None:  # the Your model tab checks it (explorer.App(model=m, example_inputs=x))
+            self.ctx.user_model = (model, example_inputs)
         self.controls = Controls(self.state)
         self.tabs = TabSet(self, _tab_classes())
         if tab not in self.tabs:
@@ -216,7 +224,7 @@ class App:
         return self.tabs[key]
 
     def tab(self, key: str) -> Tab:
-        """The tab object ``key`` (kernels, ranges, accuracy, bits, training, environment, explain)."""
+        """The tab object ``key`` (kernels, ranges, accuracy, bits, training, environment, explain, model)."""
         if key not in self.tabs:
             raise ValueError(f"unknown tab {key!r}; valid tabs: {', '.join(self.tabs)}")
         return self.tabs[key]

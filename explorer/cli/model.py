@@ -16,7 +16,9 @@ EXIT_1 = "under some --policy the model does not run, overflows or loses its gra
 JSON_RESULT = (
     "{framework, framework_version, policies, devices, formats, ops: [{index, layer, raw_op, op, "
     "data_movement, dtype: {policy: dtype}, kernel: {policy: {device: {declared, run, error, "
-    "first_release}}}, amp: {policy: {in, out, layer_compute_dtype, layer_variable_dtype}}, max_abs, "
+    "first_release}}}, amp: {policy: {in, out, layer_compute_dtype, layer_variable_dtype}, "
+    "grappler_onednn_bfloat16: {dtype, observed} (Keras, where grappler rewrote the float32 graph "
+    "here)}, max_abs, "
     "max_grad, stats, headroom_bits: {format: bits}, verdict: {format: fits|overflows|underflows|"
     "loses_gradients}}], results: [{policy, device, ran, error, failing_op, first_nonfinite, zero_grad, "
     "zero_grad_scaled, loss_scale, first_release, sentence, problem}], summary: [sentence], "
@@ -85,8 +87,36 @@ def _load(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...], str]:
             loaded = np.load(args.inputs, allow_pickle=False)
         except ValueError as exc:
             raise ValueError(f"--inputs {args.inputs!r} is not a plain .npy array ({exc})") from None
+        if not (np.issubdtype(loaded.dtype, np.floating) or np.issubdtype(loaded.dtype, np.integer)):
+            raise ValueError(f"--inputs {args.inputs!r} holds {loaded.dtype} values; give a float array")
+        expected = [x.shape for x in inputs]
+        if len(expected) != 1 or not _shape_fits(loaded.shape, expected[0]):
+            wanted = ", ".join(_shape_text(s) for s in expected)
+            raise ValueError(
+                f"--inputs {args.inputs!r} has shape {tuple(loaded.shape)}; the model takes {wanted} "
+                "(any batch size)"
+            )
         inputs = (np.asarray(loaded, dtype=np.float32),)
     return model, inputs, framework
+
+
+def _shape_fits(shape: tuple[int, ...], expected: tuple[int, ...]) -> bool:
+    """Whether an array of ``shape`` fits an input of ``expected`` shape, whose first (batch)
+    dimension may differ.
+
+    >>> _shape_fits((2, 16), (8, 16)), _shape_fits((2, 7), (8, 16)), _shape_fits((16,), (8, 16))
+    (True, False, False)
+    """
+    return len(shape) == len(expected) and tuple(shape[1:]) == tuple(expected[1:]) and shape[0] > 0
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    """A model input's shape with its batch dimension as ``None``.
+
+    >>> _shape_text((8, 16))
+    '(None, 16)'
+    """
+    return str((None, *shape[1:]))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -294,8 +294,10 @@ def check_model(
     ordered = [runs[p] for p in chosen]
     merged = merge_traces([baseline, *[r for r in ordered if r.policy != "float32"]])
     declared = model_declared.declarations(framework, merged, chosen, wanted_devices)
+    rewrites = _grappler_rewrites(model, inputs) if framework == "keras" else []
     ops = tuple(
-        _model_op(i, m, chosen, wanted_devices, runs, declared, fmts, framework) for i, m in enumerate(merged)
+        _model_op(i, m, chosen, wanted_devices, runs, declared, fmts, framework, rewrites)
+        for i, m in enumerate(merged)
     )
     version = f"{FRAMEWORK_NAMES[framework]} {runner.framework_version()}"
     workarounds: dict[str, list[dict[str, Any]]] = {}
@@ -321,6 +323,11 @@ def check_model(
             if tried:
                 workarounds[p] = tried
     notes = list(runner.NOT_OBSERVED)
+    if rewrites:
+        from explorer.runtime import model_grappler
+
+        computing = [op for op in ops if not op.data_movement]
+        notes.extend(model_grappler.notes(rewrites, [op.amp for op in computing]))
     if "GPU" in wanted_devices:
         notes.append("GPU: the declared kernels only; no GPU run on this machine")
     return ModelCheck(
@@ -337,6 +344,7 @@ def _model_op(
     declared: dict[tuple[int, str, str], tuple[str | None, str | None]],
     formats: Sequence[str],
     framework: str,
+    rewrites: Sequence[Any] = (),
 ) -> ModelOp:
     from explorer.runtime.model_declared import catalog_op
 
@@ -374,6 +382,9 @@ def _model_op(
                 observed["layer_variable_dtype"] = op.layer_variable_dtype
             amp[p] = observed
     base = merged.by_policy.get("float32")
+    for rewrite in rewrites:  # grappler's rewrite of the float32 graph, where it changed it here
+        if rewrite.changed and base is not None and base.name in rewrite.dtypes:
+            amp[rewrite.name] = {"dtype": rewrite.dtypes[base.name], "observed": "optimised graph"}
     stats = runs["float32"].stats.get(base.name) if base is not None else None
     if stats is None:
         room: dict[str, float] = {}
@@ -397,6 +408,13 @@ def _model_op(
         room,
         verdicts,
     )
+
+
+def _grappler_rewrites(model: Any, inputs: tuple[Any, ...]) -> list[Any]:
+    """Grappler's mixed-precision rewrites of the model's float32 graph, read here."""
+    from explorer.runtime import model_grappler
+
+    return model_grappler.read_rewrites(model, inputs)
 
 
 def _index_of(merged: Sequence[MergedOp], policy: str, name: str | None) -> int | None:
@@ -451,7 +469,9 @@ def _policy_result(
         loss_scale=run.loss_scale,
     )
     tried = list(done.get(policy, []))
-    if problem is not None and problem.layer_to_keep and not tried and framework != "jax":
+    # keeping a layer in float32 only means something when the policy computes in another format
+    wants_float32_run = compute_format(policy) != "float32" and framework != "jax"
+    if problem is not None and problem.layer_to_keep and not tried and wants_float32_run:
         tried.append(
             _keep_float32_run(model, inputs, policy, problem.layer_to_keep, framework, formats, extra)
         )

@@ -279,4 +279,37 @@ _TORCH: dict[str, Callable[[], Any]] = {
     "underflow": _torch_underflow,
 }
 
-__all__ = ["AMPLIFY", "BUILTINS", "FRAMEWORKS", "SHRINK", "Builtin", "build", "example_inputs", "get_builtin"]
+#: seconds the model-check workers may stay idle before they are stopped (their memory given back)
+MODEL_WORKERS_IDLE_RELEASE_S = 120.0
+_MODEL_SANDBOX: Any = None
+
+
+def model_sandbox() -> Any:
+    """The sandbox the app's checks of built-in models run in (a
+    :class:`~explorer.runtime.worker_slots.SlottedSandbox`: one of the machine's worker slots while
+    it runs, its workers stopped after :data:`MODEL_WORKERS_IDLE_RELEASE_S` idle), one worker per
+    framework, so a crash in a framework costs the worker, not the notebook kernel."""
+    global _MODEL_SANDBOX
+    if _MODEL_SANDBOX is None:
+        from explorer.runtime.worker_slots import SlottedSandbox
+
+        _MODEL_SANDBOX = SlottedSandbox(MODEL_WORKERS_IDLE_RELEASE_S)
+    return _MODEL_SANDBOX
+
+
+#: the sandbox worker (a backend name: its framework is imported first) of each framework
+WORKER_KEYS: dict[str, str] = {"keras": "tensorflow", "torch": "torch"}
+
+__all__ = [
+    "AMPLIFY",
+    "BUILTINS",
+    "FRAMEWORKS",
+    "MODEL_WORKERS_IDLE_RELEASE_S",
+    "SHRINK",
+    "WORKER_KEYS",
+    "Builtin",
+    "build",
+    "example_inputs",
+    "get_builtin",
+    "model_sandbox",
+]

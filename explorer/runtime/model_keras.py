@@ -57,11 +57,9 @@ def _keras() -> Any:
     return keras
 
 
-#: what mixed precision does that this module cannot observe here, in words
-NOT_OBSERVED: tuple[str, ...] = (
-    "TensorFlow's grappler auto-mixed-precision rewrite (GPU lists, oneDNN bfloat16 on CPU) is not "
-    "read: the dtypes shown are those of the traced graph, before grappler",
-)
+#: what mixed precision does that this module cannot observe here, in words (grappler's rewrites
+#: are read by :mod:`explorer.runtime.model_grappler`, which says what it could not read)
+NOT_OBSERVED: tuple[str, ...] = ()
 
 
 def check_policy(policy: str) -> None:
