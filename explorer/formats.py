@@ -158,8 +158,8 @@ class Format:
         """Round float values to this format, correctly (nearest-even, in one step),
         returned in the storage dtype.
 
-        ml_dtypes casts float64 through float32, which rounds twice; float64 input
-        is therefore rounded in one step on its bit pattern (:func:`_round_float64`).
+        ml_dtypes before 0.7 casts float64 through float32, which rounds twice; float64
+        input is therefore rounded in one step on its bit pattern (:func:`_round_float64`).
         Other modes (toward zero, stochastic) are in :mod:`explorer.rounding`.
 
         >>> float(resolve("bfloat16").round(1 + 2**-8 + 2**-40))
