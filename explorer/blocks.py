@@ -226,6 +226,16 @@ class BlockQuantized:
         """What each block's elements are multiplied by: the block scale (times the tensor scale)."""
         return self.scales * (self.tensor_scale if self.tensor_scale is not None else 1.0)
 
+    def limits(self) -> np.ndarray:
+        """Per value (the input's shape): the largest magnitude its block held without
+        clamping, on the value's side of zero (MXINT8 reaches -2 but only 127/64 times the
+        scale); beyond it the element saturated.  NaN in a NaN block."""
+        low, high = _element_range(self.format)
+        per_value = np.repeat(self.effective_scales, self.format.block_size, axis=-1)
+        per_value = per_value[..., : self.values.shape[-1] if self.values.ndim else 1]
+        per_value = per_value.reshape(self.values.shape)
+        return np.where(np.signbit(self.values), -low, high) * per_value
+
     def scale_codes(self) -> np.ndarray:
         """The block scales' bit patterns (uint8: E8M0 or E4M3)."""
         return encode(self.scales, self.format.scale)
@@ -375,3 +385,38 @@ def quantize_blocks(
         values = (elements * effective[..., None]).reshape(*flat.shape[:-1], -1)
     values = values[..., : flat.shape[-1]].reshape(x64.shape)
     return BlockQuantized(block, values, scales, tensor, elements, padding)
+
+
+@dataclass(frozen=True)
+class TensorScaled:
+    """What :func:`quantize_per_tensor` gives: one scale for the whole tensor."""
+
+    #: the element format
+    element: str
+    #: dequantized values, float64, the shape of the input
+    values: np.ndarray
+    #: the tensor's scale (float32, decoded to float): ``max |x| / element max``
+    scale: float
+
+
+def quantize_per_tensor(x: Any, element: Any) -> TensorScaled:
+    """Per-tensor scaling, the baseline block formats improve on: ``s = max|x| / max`` (over
+    the finite values, stored in float32; 1.0 for an all-zero tensor), each ``x / s`` rounded
+    to the element format nearest-even and saturating at its largest value, times ``s``.
+    NaN stays NaN; an infinity saturates.
+
+    >>> quantize_per_tensor([1.0, -0.3, 448.0], "float8_e4m3fn").values.tolist()
+    [1.0, -0.3125, 448.0]
+    """
+    fmt = resolve(element)
+    x64 = _as_float64(x)
+    magnitude = np.abs(x64)
+    finite = np.isfinite(magnitude)
+    amax = float(magnitude[finite].max()) if finite.any() else 0.0
+    scale = float(np.float32(amax / fmt.max)) if amax > 0 else 1.0
+    if scale == 0.0:  # max |x| / max below float32's smallest: the smallest float32 keeps them
+        scale = float(np.finfo(np.float32).smallest_subnormal)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = np.clip(x64 / scale, -fmt.max, fmt.max)
+        rounded = np.where(np.isnan(scaled), np.nan, fmt.round(np.nan_to_num(scaled)).astype(np.float64))
+    return TensorScaled(fmt.name, rounded * scale, scale)

@@ -7,8 +7,6 @@ at rounding midpoints and nudged off them).  Each test counts the blocks it comp
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -16,6 +14,7 @@ import pytest
 
 from explorer import blocks as B
 from tests.support import oracles
+from tests.support.block_oracles import nvfp4_reading
 from tests.support.require import require_module
 
 MX_NAMES = [n for n in B.BLOCK_FORMAT_NAMES if n != "nvfp4"]
@@ -159,41 +158,6 @@ def test_mx_nan_and_inf_poison_their_block_only(gfloat: Any, name: str) -> None:
 # ---------------------------------------------------------------- NVFP4: a scalar reading
 
 
-E4M3 = oracles.target("float8_e4m3fn")
-E2M1 = oracles.target("float4_e2m1fn")
-FLOAT32 = oracles.target("float32")
-
-
-def _nvfp4_reading(x: list[float]) -> tuple[float, list[float], list[float]]:
-    """NVFP4 as NVIDIA defines it, one value at a time in exact rationals: the FP32 tensor
-    scale ``T = amax / (448 * 6)`` (rounded to float32); per block of 16 the E4M3 scale
-    ``S = amax_block / (6 T)`` rounded to nearest-even, at most 448; each element
-    ``x / (S T)`` rounded to E2M1 (nearest-even, at most 6 in magnitude) and decoded as
-    ``element * S * T``.  A block with a NaN or an infinity is NaN; a scale of 0, zeros."""
-    finite = [abs(v) for v in x if math.isfinite(v)]
-    amax = max(finite, default=0.0)
-    tensor = Fraction(oracles.round_exact(Fraction(amax) / 2688, FLOAT32)) if amax else Fraction(1)
-    scales: list[float] = []
-    values: list[float] = []
-    for start in range(0, len(x), 16):
-        block = x[start : start + 16]
-        if not all(math.isfinite(v) for v in block):
-            scales.append(math.nan)
-            values += [math.nan] * len(block)
-            continue
-        wanted = min(Fraction(max(abs(v) for v in block)) / (6 * tensor), Fraction(448))
-        scale = Fraction(oracles.round_exact(wanted, E4M3))
-        scales.append(float(scale))
-        for v in block:
-            if scale == 0:
-                values.append(0.0 if v >= 0 else -0.0)
-                continue
-            element = min(max(Fraction(v) / (scale * tensor), Fraction(-6)), Fraction(6))
-            rounded = oracles.round_exact(element, E2M1, negative=v < 0 or math.copysign(1, v) < 0)
-            values.append(float(Fraction(rounded) * scale * tensor) if rounded else rounded)
-    return float(tensor), scales, values
-
-
 def _nvfp4_tensors(rng: np.random.Generator) -> list[np.ndarray]:
     """Random tensors (one block's scale underflowing E4M3 among them) and adversarial ones:
     E2M1 midpoints at the scale 1 (the tensor max 2688 makes T = 1 and S = max/6), exact
@@ -224,7 +188,7 @@ def test_nvfp4_matches_the_scalar_reading() -> None:
     compared = 0
     for tensor in _nvfp4_tensors(rng):
         q = B.quantize_blocks(tensor, "nvfp4")
-        want_tensor, want_scales, want_values = _nvfp4_reading(tensor.ravel().tolist())
+        want_tensor, want_scales, want_values = nvfp4_reading(tensor.ravel().tolist())
         assert q.tensor_scale == want_tensor
         assert _same(q.scales.ravel(), want_scales).all(), (tensor, q.scales, want_scales)
         assert _same(q.values.ravel(), want_values).all(), (tensor, q.values, want_values)
