@@ -95,6 +95,18 @@ FORMAT_COLORS: dict[str, str] = {
     name: _FORMAT_CYCLE[i % len(_FORMAT_CYCLE)] for i, name in enumerate(KNOWN_FORMAT_NAMES)
 } | {"float32": POLICY_COLORS["float32"], "float16": "#009E73", "bfloat16": "#E69F00"}
 
+#: one colour per block format (explorer.blocks.BLOCK_FORMAT_NAMES) and per-tensor baseline:
+#: Okabe–Ito colours, distinct within the set
+BLOCK_FORMAT_COLORS: dict[str, str] = {
+    "mxfp8_e4m3": "#0072B2",
+    "mxfp8_e5m2": "#56B4E9",
+    "mxfp6_e2m3": "#009E73",
+    "mxfp6_e3m2": "#117733",
+    "mxfp4_e2m1": "#D55E00",
+    "mxint8": "#CC79A7",
+    "nvfp4": "#E69F00",
+}
+
 #: colour and marker per backend (accuracy plots)
 BACKEND_STYLES: dict[str, tuple[str, str]] = {
     "numpy": ("#0072B2", "o"),

@@ -147,3 +147,42 @@ def compare_blocks(
             sizes.append(BlockSizeCost(name, size, cost.bits_per_element, stats.rel_rms, stats.norm_rel))
     baselines = [per_tensor_cost(x, e) for e in elements]
     return BlocksComparison(label, tuple(x.shape), rows, baselines, sizes)
+
+
+@dataclass(frozen=True)
+class ErrorDistribution:
+    """The relative error of every element, per format (block formats and per-tensor scaling)."""
+
+    #: where the tensor came from (see :func:`tensor_from`)
+    tensor: str
+    shape: tuple[int, ...]
+    #: format name -> |q - x| / |x| of the finite nonzero elements (1.0 where flushed to zero)
+    errors: dict[str, np.ndarray]
+
+
+def error_distribution(
+    tensor: str | np.ndarray,
+    formats: Sequence[str] = BLOCK_FORMAT_NAMES,
+    *,
+    per_tensor: Sequence[str] = DEFAULT_PER_TENSOR[:1],
+    seed: int = 0,
+) -> ErrorDistribution:
+    """Every element's relative error in each block format (and per-tensor scaling to each of
+    ``per_tensor``), for a histogram.
+
+    >>> dist = error_distribution("laplace", ["nvfp4"], per_tensor=["float4_e2m1fn"])
+    >>> list(dist.errors), dist.errors["nvfp4"].size
+    (['nvfp4', 'float4_e2m1fn per tensor'], 65536)
+    """
+    names = [block_format(f).name for f in formats]
+    elements = [resolve(e).name for e in per_tensor]
+    label, x = tensor_from(tensor, seed)
+    keep = np.isfinite(x) & (x != 0)
+
+    def relative(q: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", over="ignore"):
+            return np.abs(q[keep] - x[keep]) / np.abs(x[keep])
+
+    errors = {name: relative(quantize_blocks(x, name).values) for name in names}
+    errors |= {f"{e} per tensor": relative(quantize_per_tensor(x, e).values) for e in elements}
+    return ErrorDistribution(label, tuple(x.shape), errors)
