@@ -169,7 +169,7 @@ def _nvfp4_tensors(rng: np.random.Generator) -> list[np.ndarray]:
         np.concatenate([[6.0, -6.0], m, -m]) for m in (mids, np.nextafter(mids, 0), np.nextafter(mids, 9))
     ]
     tensors = [
-        *(rng.standard_normal(64) * 10.0**k for k in range(-4, 5)),
+        *(rng.standard_normal(512) * 10.0**k for k in range(-4, 5)),
         rng.laplace(size=(3, 32)),
         # E4M3 ties of the block scale: 6 * 1.0625 / 6 (to 1.0) and 6 * 1.1875 / 6 (to 1.25)
         np.concatenate([[2688.0], np.ones(15), [6.375], np.ones(15), [7.125], -np.ones(15)]),
