@@ -51,8 +51,9 @@ def test_the_controls_redraw_and_an_empty_selection_says_so(tab: Any) -> None:
     assert tab.render_count == count + 1 and "mxint8" in tab.details.value
     tab.tensor.value = "laplace"
     assert "laplace (256 x 256)" in tab.details.value
-    for button in tab.formats.values():
-        button.value = False
+    count = tab.render_count
+    tab.select_formats([])  # every button off, one redraw
+    assert tab.render_count == count + 1 and not any(b.value for b in tab.formats.values())
     assert tab.figure is None and "Select at least one block format" in tab.status.value
-    tab.formats["nvfp4"].value = True
-    assert tab.figure is not None and "nvfp4" in tab.details.value
+    tab.select_formats(["NVFP4"])
+    assert tab.figure is not None and "nvfp4" in tab.details.value and tab.selected == ["nvfp4"]

@@ -38,6 +38,9 @@ class BlocksTab(Tab):
 
     def build(self) -> None:
         from explorer.analysis.block_errors import SYNTHETIC_TENSORS
+
+        #: True while :meth:`select_formats` sets several buttons (one redraw, at the end)
+        self._quiet = False
         from explorer.blocks import BLOCK_FORMAT_NAMES
 
         self.tensor = widgets.Dropdown(
@@ -55,7 +58,7 @@ class BlocksTab(Tab):
         }
         for name, button in self.formats.items():
             button.add_class(f"px-blocks-format-{name}")
-            button.observe(lambda _: self.refresh(), names="value")
+            button.observe(self._format_toggled, names="value")
         self.tensor.observe(lambda _: self.refresh(), names="value")
         self.toolbar.children = [widgets.VBox([self.tensor, widgets.HBox(list(self.formats.values()))])]
 
@@ -63,6 +66,23 @@ class BlocksTab(Tab):
     def selected(self) -> list[str]:
         """The block formats switched on, in their listing order."""
         return [name for name, button in self.formats.items() if button.value]
+
+    def _format_toggled(self, _: object) -> None:
+        if not self._quiet:
+            self.refresh()
+
+    def select_formats(self, names: list[str]) -> None:
+        """Switch on exactly ``names`` (block format names), with one redraw."""
+        from explorer.blocks import block_format
+
+        wanted = {block_format(n).name for n in names}
+        self._quiet = True
+        try:
+            for name, button in self.formats.items():
+                button.value = name in wanted
+        finally:
+            self._quiet = False
+        self.refresh()
 
     def render(self) -> None:
         from explorer.plots.blocks import plot_error_histogram
