@@ -34,6 +34,11 @@ Where an op overflows, and how accurate each backend is (exact over every float1
 0.0
 >>> explorer.inspect_value(0.1, "bfloat16").value
 0.10009765625
+
+Block-scaled formats (OCP MX, NVFP4): a tensor's last axis in blocks sharing a scale:
+
+>>> explorer.quantize_blocks([0.1, 1.0, 3.0, 7.0], "mxfp4_e2m1").values.tolist()
+[0.0, 1.0, 3.0, 6.0]
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and readers
     from explorer.analysis.bits import inspect_value
     from explorer.app import App
     from explorer.backends import get_backend
+    from explorer.blocks import block_format, quantize_blocks
     from explorer.ops import catalog, get_op
     from explorer.queries.accuracy import accuracy
     from explorer.queries.availability import availability
@@ -63,12 +69,14 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "App": ("explorer.app", "App"),
     "accuracy": ("explorer.queries.accuracy", "accuracy"),
     "availability": ("explorer.queries.availability", "availability"),
+    "block_format": ("explorer.blocks", "block_format"),
     "catalog": ("explorer.ops", "catalog"),
     "check_model": ("explorer.queries.model_check", "check_model"),
     "get_backend": ("explorer.backends", "get_backend"),
     "get_op": ("explorer.ops", "get_op"),
     "inspect_value": ("explorer.analysis.bits", "inspect_value"),
     "op_regions": ("explorer.queries.ranges", "op_regions"),
+    "quantize_blocks": ("explorer.blocks", "quantize_blocks"),
     "round_to": ("explorer.rounding", "round_to"),
     "sandbox": ("explorer.runtime.sandbox", None),
 }
@@ -100,6 +108,7 @@ __all__ = [
     "all_formats",
     "all_values",
     "availability",
+    "block_format",
     "catalog",
     "check_model",
     "decode",
@@ -108,6 +117,7 @@ __all__ = [
     "get_op",
     "inspect_value",
     "op_regions",
+    "quantize_blocks",
     "resolve",
     "round_to",
     "sandbox",

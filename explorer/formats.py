@@ -24,9 +24,10 @@ import numpy as np
 
 Overflow = Literal["inf", "nan", "saturate"]
 
-#: Canonical names, widest first.  Each name is a NumPy or ml_dtypes type,
-#: except ``tf32`` (emulated).
-FORMAT_NAMES: tuple[str, ...] = (
+#: Every format explorer knows, widest first.  Each name is a NumPy or ml_dtypes type,
+#: except ``tf32`` (emulated); ``float8_e5m3fnu`` (NVIDIA's unsigned UE5M3 scale type) needs
+#: ml_dtypes 0.7 or later.
+KNOWN_FORMAT_NAMES: tuple[str, ...] = (
     "float64",
     "float32",
     "tf32",
@@ -40,10 +41,20 @@ FORMAT_NAMES: tuple[str, ...] = (
     "float8_e3m4",
     "float8_e4m3",
     "float8_e8m0fnu",
+    "float8_e5m3fnu",
     "float6_e2m3fn",
     "float6_e3m2fn",
     "float4_e2m1fn",
 )
+
+
+def _installed(name: str) -> bool:
+    return name == "tf32" or hasattr(np, name) or hasattr(ml_dtypes, name)
+
+
+#: Canonical names of the formats the installed NumPy and ml_dtypes have, widest first
+#: (:data:`KNOWN_FORMAT_NAMES` less those an older ml_dtypes lacks).
+FORMAT_NAMES: tuple[str, ...] = tuple(n for n in KNOWN_FORMAT_NAMES if _installed(n))
 
 _ALIASES: dict[str, str] = {
     "double": "float64",
@@ -82,6 +93,10 @@ _ALIASES: dict[str, str] = {
     "e8m0": "float8_e8m0fnu",
     "e8m0fnu": "float8_e8m0fnu",
     "fp8_e8m0": "float8_e8m0fnu",
+    "e5m3": "float8_e5m3fnu",
+    "e5m3fnu": "float8_e5m3fnu",
+    "ue5m3": "float8_e5m3fnu",
+    "fp8_e5m3": "float8_e5m3fnu",
     "fp6_e2m3": "float6_e2m3fn",
     "e2m3": "float6_e2m3fn",
     "e2m3fn": "float6_e2m3fn",
@@ -121,6 +136,8 @@ class Format:
     eps: float
     has_inf: bool
     has_nan: bool
+    #: False for the unsigned formats (``float8_e8m0fnu``, ``float8_e5m3fnu``): -1 casts to NaN
+    has_sign: bool
     #: what casting a finite value far above ``max`` gives
     overflow: Overflow
     #: NumPy dtype that stores values (float32 for the emulated tf32)
@@ -133,10 +150,6 @@ class Format:
         return self.smallest_subnormal < self.smallest_normal
 
     @property
-    def has_sign(self) -> bool:
-        return self.name != "float8_e8m0fnu"
-
-    @property
     def enumerable(self) -> bool:
         """True when every value can be listed (16 bits or fewer)."""
         return self.bits <= 16
@@ -145,8 +158,8 @@ class Format:
         """Round float values to this format, correctly (nearest-even, in one step),
         returned in the storage dtype.
 
-        ml_dtypes casts float64 through float32, which rounds twice; float64 input
-        is therefore rounded in one step on its bit pattern (:func:`_round_float64`).
+        ml_dtypes before 0.7 casts float64 through float32, which rounds twice; float64
+        input is therefore rounded in one step on its bit pattern (:func:`_round_float64`).
         Other modes (toward zero, stochastic) are in :mod:`explorer.rounding`.
 
         >>> float(resolve("bfloat16").round(1 + 2**-8 + 2**-40))
@@ -295,12 +308,12 @@ def _build(name: str) -> Format:
     info: Any = ml_dtypes.finfo(dtype)
     bits = int(info.bits)
     one_bits = int(np.array(1.0, dtype=dtype).view(_uint_for(dtype.itemsize * 8)))
-    bias = one_bits >> int(info.nmant)
-    if name != "float8_e8m0fnu":
-        bias &= (1 << int(info.nexp)) - 1
+    bias = (one_bits >> int(info.nmant)) & ((1 << int(info.nexp)) - 1)
     with np.errstate(invalid="ignore", over="ignore"):
         has_inf = bool(np.isinf(np.array([np.inf]).astype(dtype).astype(np.float64))[0])
         has_nan = bool(np.isnan(np.array([np.nan]).astype(dtype).astype(np.float64))[0])
+        # measured, not read from the name: an unsigned format has no -1 (ml_dtypes gives NaN)
+        has_sign = bool(np.array([-1.0]).astype(dtype).astype(np.float64)[0] == -1.0)
     max_value = float(info.max)
     return Format(
         name=name,
@@ -314,6 +327,7 @@ def _build(name: str) -> Format:
         eps=float(info.eps),
         has_inf=has_inf,
         has_nan=has_nan,
+        has_sign=has_sign,
         overflow=_measure_overflow(dtype, max_value),
         storage_dtype=dtype,
     )
@@ -337,6 +351,7 @@ def _build_tf32() -> Format:
         eps=eps,
         has_inf=True,
         has_nan=True,
+        has_sign=True,
         overflow="inf",
         storage_dtype=np.dtype(np.float32),
         emulated=True,
@@ -408,12 +423,14 @@ def resolve(spec: Any) -> Format:
     key = name.strip().lower().replace("-", "_").replace(" ", "_")
     key = {"float8_e4m3_ieee": "float8_e4m3"}.get(key, key)
     formats = _by_name()
+    key = _ALIASES.get(key, _ALIASES.get(key.replace("_", ""), key))
     if key in formats:
         return formats[key]
-    if key in _ALIASES:
-        return formats[_ALIASES[key]]
-    if key.replace("_", "") in _ALIASES:
-        return formats[_ALIASES[key.replace("_", "")]]
+    if key in KNOWN_FORMAT_NAMES:
+        raise ValueError(
+            f"format {key!r} needs a newer ml_dtypes than the installed {ml_dtypes.__version__} "
+            f"(float8_e5m3fnu: 0.7 or later); valid names here: {', '.join(formats)}"
+        )
     candidates = list(formats) + list(_ALIASES)
     close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else "."

@@ -1,9 +1,9 @@
 """Rounding float values to a format: nearest-even, toward zero, stochastic.
 
 Nearest-even is :meth:`explorer.formats.Format.round`: the NumPy / ml_dtypes
-cast, except from float64 to an ml_dtypes format or tf32, where the cast goes
-through float32 (rounding twice, which is wrong next to ties) and float64 inputs
-are rounded in one step on their bit pattern instead.  Toward-zero and
+cast, except from float64 to an ml_dtypes format or tf32, where the cast of
+ml_dtypes before 0.7 goes through float32 (rounding twice, which is wrong next to
+ties) and float64 inputs are rounded in one step on their bit pattern instead.  Toward-zero and
 stochastic rounding work on the bit pattern of the (float32 or float64) input: the number of low bits
 the target format cannot keep is computed per value (more of them in the
 target's subnormal range), random bits are added below that cut for
@@ -17,7 +17,7 @@ probability proportional to their distance.  Formats without a zero or a sign
 >>> import numpy as np
 >>> round_to(np.array([1.06]), "float8_e4m3fn", "toward_zero").astype(float)
 array([1.])
->>> round_to(np.array([1 + 2**-8 + 2**-40]), "bfloat16").astype(float)  # the cast gives 1.0
+>>> round_to(np.array([1 + 2**-8 + 2**-40]), "bfloat16").astype(float)  # ml_dtypes < 0.7: 1.0
 array([1.0078125])
 """
 
@@ -66,7 +66,7 @@ def _round(x: np.ndarray, fmt: Format, mode: str, rng: np.random.Generator | int
         x = x.astype(np.float64)
     if mode == "nearest_even":
         if x.dtype == np.float64 and fmt.name not in _ONE_STEP_FROM_FLOAT64:
-            return fmt.round(x)  # in one step: the ml_dtypes cast of float64 rounds twice
+            return fmt.round(x)  # in one step: ml_dtypes < 0.7 casts float64 twice
         with np.errstate(over="ignore", invalid="ignore"):
             return fmt.cast(x)
     generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)

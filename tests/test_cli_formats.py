@@ -22,6 +22,8 @@ KEYS = {
     "has_inf",
     "has_nan",
     "overflow",
+    "kind",
+    "bits_per_element",
 }
 
 
@@ -29,9 +31,10 @@ def test_formats_json_lists_every_format(capsys):
     assert main(["formats", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data) == {"environment", "result"}
-    rows = data["result"]
+    rows = [r for r in data["result"] if r["kind"] == "element"]
     assert [r["name"] for r in rows] == [f.name for f in all_formats()]
-    assert all(set(r) == KEYS for r in rows)
+    assert all(set(r) == KEYS and r["bits_per_element"] == r["bits"] for r in rows)
+    assert data["result"][: len(rows)] == rows  # element formats first, then the block formats
     half = next(r for r in rows if r["name"] == "float16")
     assert half["max"] == 65504.0 and half["overflow"] == "inf"
 
@@ -65,3 +68,25 @@ def test_unknown_verb_exits_2():
     with pytest.raises(SystemExit) as exc:
         main(["frobnicate"])
     assert exc.value.code == 2
+
+
+def test_formats_lists_the_block_formats_with_the_scale_share(capsys):
+    """The block formats follow the element formats, with their bits per element including
+    the block scale's share: 8 bits of E8M0 over 32 elements (MX), of E4M3 over 16 (NVFP4)."""
+    assert main(["formats", "--json"]) == 0
+    blocks = [r for r in json.loads(capsys.readouterr().out)["result"] if r["kind"] == "block"]
+    shares = {r["name"]: r["bits_per_element"] for r in blocks}
+    assert shares == {
+        "mxfp8_e4m3": 8 + 8 / 32,
+        "mxfp8_e5m2": 8 + 8 / 32,
+        "mxfp6_e2m3": 6 + 8 / 32,
+        "mxfp6_e3m2": 6 + 8 / 32,
+        "mxfp4_e2m1": 4.25,
+        "mxint8": 8 + 8 / 32,
+        "nvfp4": 4.5,
+    }
+    assert main(["formats", "nvfp4", "MXFP4", "half"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].startswith("float16")
+    assert "block formats" in out and "mxfp4_e2m1  float4_e2m1fn  32" in out
+    assert "nvfp4       float4_e2m1fn  16          float8_e4m3fn   float32       4.5" in out

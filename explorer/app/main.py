@@ -29,6 +29,7 @@ from explorer.app.tab import Tab
 def _tab_classes() -> list[type[Tab]]:
     from explorer.app.accuracy_tab import AccuracyTab
     from explorer.app.bits_tab import BitsTab
+    from explorer.app.blocks_tab import BlocksTab
     from explorer.app.environment_tab import EnvironmentTab
     from explorer.app.explain_tab import ExplainTab
     from explorer.app.kernels_tab import KernelsTab
@@ -36,7 +37,17 @@ def _tab_classes() -> list[type[Tab]]:
     from explorer.app.ranges_tab import RangesTab
     from explorer.app.training_tab import TrainingTab
 
-    return [KernelsTab, RangesTab, AccuracyTab, BitsTab, TrainingTab, EnvironmentTab, ExplainTab, ModelTab]
+    return [
+        KernelsTab,
+        RangesTab,
+        AccuracyTab,
+        BitsTab,
+        BlocksTab,
+        TrainingTab,
+        EnvironmentTab,
+        ExplainTab,
+        ModelTab,
+    ]
 
 
 class TabSet(Mapping[str, Tab]):

@@ -126,8 +126,8 @@ def wrong_result_reason(result: np.ndarray, reference: np.ndarray, fmt: Format, 
 
 def held_in(fmt: Format, values: np.ndarray) -> np.ndarray:
     """``values`` rounded to ``fmt`` correctly (in one step), as float64: the framework's own
-    conversion then only changes the dtype (PyTorch and ml_dtypes round float64 to bfloat16
-    through float32, twice).
+    conversion then only changes the dtype (PyTorch and ml_dtypes before 0.7 round float64 to
+    bfloat16 through float32, twice).
 
     >>> from explorer.formats import resolve
     >>> float(held_in(resolve("bfloat16"), np.array([1 + 2**-8 + 2**-40]))[0])

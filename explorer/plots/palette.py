@@ -20,7 +20,7 @@ cell.
 
 from __future__ import annotations
 
-from explorer.formats import FORMAT_NAMES
+from explorer.formats import KNOWN_FORMAT_NAMES
 from explorer.outcome import STATUSES
 
 #: one colour per status (see the module docstring for how they were chosen)
@@ -68,7 +68,8 @@ POLICY_COLORS: dict[str, str] = {
     "fp8_emulated": "#CC79A7",
 }
 
-#: colours cycled over the formats, in :data:`explorer.formats.FORMAT_NAMES` order
+#: colours cycled over the formats, in :data:`explorer.formats.KNOWN_FORMAT_NAMES` order (the same
+#: colours whichever ml_dtypes is installed)
 _FORMAT_CYCLE: tuple[str, ...] = (
     "#000000",
     "#555555",
@@ -91,8 +92,20 @@ _FORMAT_CYCLE: tuple[str, ...] = (
 )
 #: one colour per format: float16 has the colour of the float16 policy, bfloat16 of bfloat16
 FORMAT_COLORS: dict[str, str] = {
-    name: _FORMAT_CYCLE[i % len(_FORMAT_CYCLE)] for i, name in enumerate(FORMAT_NAMES)
+    name: _FORMAT_CYCLE[i % len(_FORMAT_CYCLE)] for i, name in enumerate(KNOWN_FORMAT_NAMES)
 } | {"float32": POLICY_COLORS["float32"], "float16": "#009E73", "bfloat16": "#E69F00"}
+
+#: one colour per block format (explorer.blocks.BLOCK_FORMAT_NAMES) and per-tensor baseline:
+#: Okabe–Ito colours, distinct within the set
+BLOCK_FORMAT_COLORS: dict[str, str] = {
+    "mxfp8_e4m3": "#0072B2",
+    "mxfp8_e5m2": "#56B4E9",
+    "mxfp6_e2m3": "#009E73",
+    "mxfp6_e3m2": "#117733",
+    "mxfp4_e2m1": "#D55E00",
+    "mxint8": "#CC79A7",
+    "nvfp4": "#E69F00",
+}
 
 #: colour and marker per backend (accuracy plots)
 BACKEND_STYLES: dict[str, tuple[str, str]] = {

@@ -42,6 +42,7 @@ TABS = [
     ("ranges", "Ranges"),
     ("accuracy", "Accuracy"),
     ("bits", "Bits"),
+    ("blocks", "Blocks"),
     ("training", "Training"),
     ("environment", "Environment"),
     ("explain", "Explain"),
