@@ -135,6 +135,9 @@ class AppContext:
         #: a kernel snapshot loaded from a file (another machine's results), or None
         self.snapshot: Any = None
         self.snapshot_name: str = ""
+        #: how this app runs (TensorFlow imported here or not, worker processes), in words: an
+        #: implementation note the Environment tab shows, not the other tabs
+        self.runtime_note: str = ""
 
     @property
     def tf_ready(self) -> bool:

@@ -20,6 +20,7 @@ history, :class:`~explorer.app.kernels_probe.ProbeController` runs "Probe now",
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ from explorer.app.kernels_history import HistoryStrip
 from explorer.app.kernels_probe import ProbeController
 from explorer.app.kernels_rows import KernelRows
 from explorer.app.kernels_snapshot import SnapshotPanel
-from explorer.app.tab import NotAvailableYet, Tab
+from explorer.app.render import message_html
+from explorer.app.tab import NotAvailableYet, Tab, shown_dtypes
 from explorer.ops import catalog
 from explorer.plots.availability import kernel_heatmap, kernel_panels
 from explorer.plots.kernel_grid import KernelGrid, kernel_grid
@@ -98,6 +100,13 @@ class KernelsTab(Tab):
         # the registry view is served from the shipped (or cached) registry of the installed
         # release while TensorFlow still imports; probes run in sandbox workers either way
         self.needs_tensorflow = not available_without_tensorflow()
+
+    def shown_fields(self) -> tuple[str, ...]:
+        """In mode registry the Device control is hidden: the registry view shows CPU and GPU
+        side by side, so a device would change nothing."""
+        if self.state.mode == "registry":
+            return tuple(f for f in self.fields if f != "device")
+        return self.fields
 
     # ------------------------------------------------------------------ what the collaborators hold
 
@@ -170,12 +179,22 @@ class KernelsTab(Tab):
         self.refresh()
 
     def _probe_done(self, job: Job) -> None:
-        if self.state.mode == "registry" and job.status == "done":
-            self.state.set(mode="eager")  # show what was just probed
+        switched = self.state.mode == "registry" and job.status == "done"
+        if switched:
+            self.state.set(mode="eager")  # show what was just probed, and say so
         self.dirty = True
         self.refresh()
         if job.status == "failed":
             self.show_message(f"Probing failed: {job.error}", "error")
+        elif switched:
+            self.status.value = (
+                message_html(
+                    "Mode changed from registry to eager to show what was just probed; pick registry "
+                    "in Mode to see the declared view again.",
+                    "info",
+                )
+                + self.status.value
+            )
 
     def refresh(self) -> None:
         """The history strips first (they need no TensorFlow), then the tab."""
@@ -184,7 +203,42 @@ class KernelsTab(Tab):
 
     # ------------------------------------------------------------------ drawing
 
+    def answer_sentences(self, probed: Any = None) -> list[str]:
+        """The answer for each shown dtype (:func:`explorer.queries.answers.kernels_answer`), with
+        the status a probe of TensorFlow recorded here when ``probed`` rows are given."""
+        from explorer.queries.answers import kernels_answer
+
+        state = self.state
+        dtypes, _ = shown_dtypes(state.dtypes)
+        # mode registry shows CPU and GPU side by side (no Device control): an answer for each
+        devices = ("CPU", "GPU") if state.mode == "registry" else (state.device,)
+        sentences: list[str] = []
+        op, mode, registry = state.op, state.mode, self.registry()
+        for dtype, device in ((d, v) for d in dtypes for v in devices):
+            status: str | None = None
+            if probed is not None and len(probed):
+                mine = probed[
+                    (probed["backend"] == "tensorflow")
+                    & (probed["op"] == state.op)
+                    & (probed["dtype"] == dtype)
+                    & (probed["device"] == device)
+                    & (probed["mode"] == state.mode)
+                ]
+                status = str(mine["status"].iloc[0]) if len(mine) else None
+            sentences.append(
+                self.ctx.cache.get(
+                    ("kernels-answer", op, dtype, device, mode, status),
+                    partial(kernels_answer, op, dtype, device, mode, registry, status),
+                )
+            )
+        return sentences
+
     def render(self) -> None:
+        if self.prober.probed_for is not None and self.prober.probed_for != self.prober.selection():
+            self.panel.forget()  # "probing: done" was about another selection
+        answerable = self.state.mode in ("registry", "eager", "xla") and "tensorflow" in self.state.backends
+        if self.snapshot is None and answerable:
+            self.show_answer(self.answer_sentences())
         if self.snapshot is not None:
             rows = self.snapshots.selected_rows(self.shown_ops())
             self._render_rows(rows, source=f"snapshot {self.ctx.snapshot_name}")
@@ -193,15 +247,24 @@ class KernelsTab(Tab):
         dtypes = self.state.dtypes
         mode = self.state.mode
         if mode == "registry":
-            if "tensorflow" not in self.state.backends:
-                self.show_message(
-                    "The registry is TensorFlow's: select the tensorflow backend, or pick mode "
-                    "eager/xla to see probed runs of the other backends.",
-                    "info",
-                )
             frame = self.rows.registry_view(ops, dtypes)
+            without = [b for b in self.state.backends if b not in ("tensorflow", "torch")]
+            if frame is None:
+                self.clear_figure()  # nothing of an earlier selection stays on screen
+                self.show_html("")
+                raise NotAvailableYet(
+                    "Mode registry shows what TensorFlow's kernel registry and PyTorch's OpInfo "
+                    "declare: select the tensorflow or torch backend, or pick mode eager or xla to "
+                    "see probed runs of the other backends."
+                )
             non_tf = [d for d in dtypes if d not in self.registry().float_dtypes]
             note = f"TensorFlow has no dtype for {', '.join(non_tf)}. " if non_tf else ""
+            if without:
+                one = len(without) == 1
+                note += (
+                    f"{' and '.join(without)} declare{'s' if one else ''} nothing: pick mode eager "
+                    f"to run {'it' if one else 'them'}. "
+                )
             self._render_rows(frame, source="registry", note=note + self.rows.gpu_note(frame))
             return
         if self.state.op not in catalog():
@@ -210,6 +273,8 @@ class KernelsTab(Tab):
                 "describes it (mode registry), but there is no catalog call to probe."
             )
         frame, missing = self.rows.probed_frame(ops, dtypes, mode)
+        if frame is not None:
+            self.show_answer(self.answer_sentences(frame))
         frame = self.rows.with_declared_gpu(frame, ops, dtypes, mode)
         note = (
             f"{missing} cells are not probed yet on this machine — press “Probe now” "
@@ -256,6 +321,7 @@ class KernelsTab(Tab):
     def show_heatmap(self, grid: KernelGrid, rows: Any, panels: list[tuple[str, str, str]]) -> None:
         """Redraw the interactive heatmap with ``grid`` (its widget is put in the plot area once);
         the figure for export is drawn only when asked for (:meth:`export`)."""
+        self._wrote()
         self.heatmap.show(grid, highlight=self.state.op)
         self._shown = (rows, panels, self.state.op)
         self._figure = None

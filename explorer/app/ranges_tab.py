@@ -57,7 +57,9 @@ class RangesTab(Tab):
             return
         backends, note = sweep_backends(self.ctx)
         dtypes, cap_note = shown_dtypes(state.dtypes)
+        self._answers: list[str] = []
         panels = [self._panel(op, dtype, backends) for dtype in dtypes]
+        self.show_answer(self._answers)
         if len(panels) == 1:
             panel = panels[0]
             self.show_cached_figure(panel.key, panel.build, "ranges")
@@ -89,6 +91,9 @@ class RangesTab(Tab):
             details = self.ctx.cache.get(
                 ("thresholds-html", op.name, dtype, backends), lambda: thresholds_html(regions)
             )
+            from explorer.queries.answers import ranges_answer
+
+            self._answers.append(ranges_answer(op.name, dtype, regions))
             return Panel(
                 dtype,
                 ("unary", dtype, op.name, backends),
@@ -220,13 +225,21 @@ def thresholds_html(regions: dict[str, Any]) -> str:
             if flushed
             else ""
         )
-        + message_html(
-            f"{len(disagreements)} inputs where backends disagree on the kind"
-            + (
-                f", e.g. x = {disagreements[0]['input']!r}: {disagreements[0]['kinds']}"
-                if disagreements
-                else ""
-            ),
+        + _disagreement_note(regions, disagreements)
+    )
+
+
+def _disagreement_note(regions: dict[str, Any], disagreements: list[dict[str, Any]]) -> str:
+    """How many inputs the backends that ran disagree on; with one backend, that nothing was compared."""
+    ran = [name for name, reg in regions.items() if reg.ran]
+    if len(ran) < 2:
+        return message_html(
+            f"Only {ran[0] if ran else 'no backend'} ran, so there is no other backend to compare with.",
             "info",
         )
+    example = (
+        f", e.g. x = {disagreements[0]['input']!r}: {disagreements[0]['kinds']}" if disagreements else ""
+    )
+    return message_html(
+        f"{len(disagreements)} inputs where {', '.join(ran)} disagree on the kind{example}", "info"
     )

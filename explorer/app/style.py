@@ -97,6 +97,22 @@ CSS = """
 }
 .px-app .px-format-facts { margin: 2px 0 6px; }
 .px-app .px-fact[title] { text-decoration: underline dotted #999; cursor: help; }
+.px-app .px-answer > .widget-html-content, .px-app .px-intro > .widget-html-content,
+.px-app .px-glossary-box > .widget-html-content { line-height: 1.4; white-space: normal; }
+.px-app .px-answer-box {
+  border-left: 4px solid #1f5fa8; background: #f3f7fc; padding: 4px 10px; margin: 4px 0;
+  font-size: 110%; color: #1a1a1a;
+}
+.px-app .px-answer-sentence { margin: 2px 0; overflow-wrap: anywhere; }
+.px-app .px-intro-text { color: #444; }
+.px-app a.px-term { color: #0b4f9c; text-decoration: underline dotted; }
+.px-app a.px-term:focus-visible, .px-app a:focus-visible {
+  outline: 3px solid #0b4f9c; outline-offset: 2px;
+}
+.px-app .px-glossary { border-top: 1px solid #ddd; margin-top: 12px; padding-top: 4px; font-size: 95%; }
+.px-app .px-glossary dt { font-weight: 600; margin-top: 6px; }
+.px-app .px-glossary dt:target { background: #fff3c4; }
+.px-app .px-glossary dd { margin: 0 0 0 1.5em; color: #333; }
 """ + _contrast_css()
 
 
