@@ -137,10 +137,16 @@ def test_empty_selection_is_refused_with_a_message_and_widget_restored(app: Any)
 
 
 def test_op_search_narrows_the_dropdown(app: Any) -> None:
-    app.controls.op_search.value = "log"
+    from explorer.ops import catalog
+
+    app.controls.op_search.value = "lo"  # several matches: the list narrows
     names = [v for _, v in app.controls.op.options]
-    assert app.state.op == "log"  # the op named exactly is selected
-    assert "log" in names and all("log" in n.lower() for n in names)  # raw ops too: Log, LogSoftmax
+    assert "log" in names and all("lo" in n.lower() or n == app.state.op for n in names)  # raw ops too
+    assert not any(n.startswith("_") for n in names)  # TensorFlow's internal raw ops are not offered
+    app.controls.op_search.value = "log"
+    assert app.state.op == "log"  # the op named exactly is selected, and the list is not trapped
+    names = [v for _, v in app.controls.op.options]
+    assert set(catalog()) <= set(names)
 
 
 def test_every_widget_has_a_stable_css_class(app: Any) -> None:

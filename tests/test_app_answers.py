@@ -333,3 +333,27 @@ def test_a_finished_probe_is_not_reported_beside_another_selection(app: Any) -> 
     assert "probing: done" in tab.panel.label.value
     app.state.set(op="exp")
     assert tab.panel.label.value == "" and tab.panel.progress.value == 0.0
+
+
+# ------------------------------------------------------------------------------- (8) Find op
+
+
+def test_find_op_never_traps_the_op_list(app: Any) -> None:
+    from explorer.ops import catalog
+
+    c = app.controls
+    app.select("kernels")  # the registry's raw ops are offered once the Kernels tab is built
+    c.op_search.value = "anh"  # ambiguous (tanh, atanh, ...): the list narrows to the matches
+    narrowed = [v for _, v in c.op.options]
+    assert "tanh" in narrowed and len(narrowed) < len(catalog())
+    assert not any(name.startswith("_") for name in narrowed), narrowed  # no _MklTanhGrad
+    c.op.value = "atanh" if "atanh" in narrowed else narrowed[-1]  # picked in the list: every op again
+    assert app.state.op == c.op.value
+    assert set(catalog()) <= {v for _, v in c.op.options}
+    c.op_search.value = "tanh"  # an exact name: selected, and the list is not left narrowed
+    assert app.state.op == "tanh"
+    assert set(catalog()) <= {v for _, v in c.op.options}
+    assert "selected: tanh" in c.message.value
+    app.select("training")  # a tab with no Op control: the search's words do not linger
+    assert c.message.value == ""
+    c.op_search.value = ""
