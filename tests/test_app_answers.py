@@ -357,3 +357,32 @@ def test_find_op_never_traps_the_op_list(app: Any) -> None:
     app.select("training")  # a tab with no Op control: the search's words do not linger
     assert c.message.value == ""
     c.op_search.value = ""
+
+
+# ------------------------------------------------------------------------------- (11) lesson code
+
+
+def test_explain_code_is_short_monospace_and_names_the_inputs() -> None:
+    from explorer.app.explain_tab import result_html
+    from explorer.app.style import CSS
+    from explorer.queries.diagnose import diagnose
+    from tests.test_explain import TORCH_TEXTS
+
+    texts = [text for _, text, _, op, _, _ in TORCH_TEXTS if op is not None]
+    shown = 0
+    for text in texts:
+        result = diagnose(text, run_workaround=False)
+        code = result["workaround"]["code"]
+        if not code:
+            continue
+        markup = result_html(result)
+        short = html.unescape(re.search(r"<pre class='px-explain-code px-code'>(.*?)</pre>", markup, re.S)[1])
+        assert "torch.tensor(" not in short and len(short) < 600, short  # no literal tensors
+        names = re.findall(r"^(\w+) = torch\.tensor\(", code, flags=re.M)  # the inputs the code makes
+        assert all(f"# {name}: your " in short for name in names), short
+        assert html.escape(code) in markup  # the runnable whole, folded below it
+        facts = text_of(re.search(r"<tr><th[^>]*>installed</th>.*?</tr>", markup, re.S)[0])
+        assert not facts.rstrip().endswith(":"), facts
+        shown += 1
+    assert shown
+    assert re.search(r"\.px-app pre, \.px-app code, \.px-app \.px-code \{\s*font-family:[^}]*monospace", CSS)

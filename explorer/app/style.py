@@ -113,6 +113,12 @@ CSS = """
 .px-app .px-glossary dt { font-weight: 600; margin-top: 6px; }
 .px-app .px-glossary dt:target { background: #fff3c4; }
 .px-app .px-glossary dd { margin: 0 0 0 1.5em; color: #333; }
+.px-app pre, .px-app code, .px-app .px-code {
+  font-family: var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace);
+}
+.px-app .px-code {
+  background: #f6f8fa; padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 90%;
+}
 """ + _contrast_css()
 
 
