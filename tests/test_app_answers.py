@@ -386,3 +386,35 @@ def test_explain_code_is_short_monospace_and_names_the_inputs() -> None:
         shown += 1
     assert shown
     assert re.search(r"\.px-app pre, \.px-app code, \.px-app \.px-code \{\s*font-family:[^}]*monospace", CSS)
+
+
+# ------------------------------------------------------------------------------- (10) training output
+
+
+def test_identical_training_curves_leave_float32_visible_and_the_float16_policies_apart() -> None:
+    from types import SimpleNamespace
+
+    from explorer.app.training_tab import LiveRun
+    from explorer.plots.training import plot_curves
+
+    epochs = [SimpleNamespace(epoch=e, loss=1.0 / (e + 1)) for e in range(3)]  # the same for every run
+    policies = ("mixed_float16", "mixed_float16_no_scaling", "float32")
+    ax = plot_curves([LiveRun(p, list(epochs)) for p in policies], "loss")
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    f32 = lines["float32"]
+    assert f32.get_zorder() > max(lines[p].get_zorder() for p in policies[:2])  # drawn on top...
+    assert f32.get_linestyle() != "-"  # ...and broken, so the curves under it show through
+    assert lines["mixed_float16"].get_linestyle() != lines["mixed_float16_no_scaling"].get_linestyle()
+
+
+def test_training_results_table_has_readable_numbers_and_no_none(app: Any) -> None:
+    from types import SimpleNamespace
+
+    from explorer.app.training_tab import LiveRun
+
+    tab = app.tabs["training"]
+    last = SimpleNamespace(epoch=0, loss=0.30324396084655414, val_accuracy=0.9, loss_scale=None)
+    markup = tab._summary_table([LiveRun("float32", [last])], {}, None)
+    shown = text_of(markup)
+    assert "0.3032" in shown and "0.30324396084655414" not in shown and "None" not in shown
+    assert "0.30324396084655414" in markup  # the exact value stays, as hover text
