@@ -418,3 +418,18 @@ def test_training_results_table_has_readable_numbers_and_no_none(app: Any) -> No
     shown = text_of(markup)
     assert "0.3032" in shown and "0.30324396084655414" not in shown and "None" not in shown
     assert "0.30324396084655414" in markup  # the exact value stays, as hover text
+
+
+# ------------------------------------------------------------------------------- (12) focus
+
+
+def test_keyboard_focus_has_a_ring_that_meets_wcag_contrast() -> None:
+    from explorer.app.style import CSS, contrast_ratio
+
+    rules = re.findall(r"([^{}]*:focus-visible[^{}]*)\{([^}]*)\}", CSS)
+    (rule,) = [r for r in rules if ".jupyter-button:focus-visible" in r[0]]
+    for target in ("jupyter-button", "widget-toggle-button", "select", "lm-TabBar-tab"):
+        assert target in rule[0], target
+    width, colour = re.search(r"outline:\s*(\d+)px solid (#[0-9a-f]{6})", rule[1]).groups()
+    assert int(width) >= 2  # WCAG 2.2 focus appearance: at least 2 px
+    assert contrast_ratio(colour, "#ffffff") >= 3.0  # against the page around it

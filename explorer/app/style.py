@@ -113,6 +113,11 @@ CSS = """
 .px-app .px-glossary dt { font-weight: 600; margin-top: 6px; }
 .px-app .px-glossary dt:target { background: #fff3c4; }
 .px-app .px-glossary dd { margin: 0 0 0 1.5em; color: #333; }
+.px-app .jupyter-button:focus-visible, .px-app .widget-toggle-button:focus-visible,
+.px-app select:focus-visible, .px-app input:focus-visible, .px-app textarea:focus-visible,
+.px-app .lm-TabBar-tab:focus-visible, .px-app summary:focus-visible {
+  outline: 3px solid #0b4f9c !important; outline-offset: 2px; box-shadow: 0 0 0 5px #ffffff;
+}
 .px-app pre, .px-app code, .px-app .px-code {
   font-family: var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace);
 }
