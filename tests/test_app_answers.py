@@ -433,3 +433,23 @@ def test_keyboard_focus_has_a_ring_that_meets_wcag_contrast() -> None:
     width, colour = re.search(r"outline:\s*(\d+)px solid (#[0-9a-f]{6})", rule[1]).groups()
     assert int(width) >= 2  # WCAG 2.2 focus appearance: at least 2 px
     assert contrast_ratio(colour, "#ffffff") >= 3.0  # against the page around it
+
+
+# ------------------------------------------------------------------------------- (3) details beside
+
+
+def test_a_clicked_cell_is_told_beside_the_heatmap_and_the_table_follows_it(app: Any) -> None:
+    tab = app.select("kernels")
+    app.state.set(op="range", dtypes=["float16"], backends=["tensorflow"], mode="registry")
+    grid = tab.heatmap.grid
+    above = tab.history_box.value
+    i = next(k for k, op in enumerate(grid.ops) if op != "range")
+    j = [c.device for c in grid.columns].index("CPU")
+    tab.heatmap.cells._handle_custom_msgs(
+        None, {"event": "element_click", "data": {"rowNum": i, "columnNum": j}}
+    )
+    assert f"{grid.ops[i]} · float16 · " in tab.cell_details.value
+    assert tab.history_box.value == above  # nothing inserted above the heatmap
+    (main,) = [w for w in tab.widget.children if "px-kernels-main" in w._dom_classes]
+    assert list(main.children) == [tab.plot, tab.cell_details]  # side by side (wrapping when narrow)
+    assert f"<h4>{grid.ops[i]}: every cell explained</h4>" in tab.details.value

@@ -415,6 +415,14 @@ def test_story_original_question_range_float16_cpu(app: Any) -> None:
 
     details = bs.poll(page, cell_details, UPDATE_S, "the clicked cell's details")
     assert details.startswith("range · float16"), details
+    # beside the heatmap at this width, not pushed above or below it (issue 28, item 3)
+    boxes = page.evaluate(
+        "() => ['.px-tab-kernels .px-kernels-plot', '.px-tab-kernels .px-kernels-cell']"
+        ".map(s => { const r = document.querySelector(s).getBoundingClientRect(); "
+        "return [r.left, r.top, r.right, r.bottom]; })"
+    )
+    (plot_box, cell_box) = boxes
+    assert cell_box[0] >= plot_box[2] - 1 and cell_box[1] < plot_box[3], boxes
 
     # the history strip of the selected cell: each release's status, as the legend on screen reads
     history = shipped_history("Range", "Tidx", "float16", "CPU")

@@ -93,7 +93,9 @@ class KernelsTab(Tab):
         self._shown: tuple[Any, list[tuple[str, str, str]], str] | None = None
         children = list(self.widget.children)
         children.insert(children.index(self.status) + 1, self.history_box)
-        children.insert(children.index(self.plot) + 1, self.cell_details)
+        #: the heatmap and, beside it (below on a narrow screen), the clicked cell's details
+        self.main = widgets.HBox([self.plot, self.cell_details]).add_class("px-kernels-main")
+        children[children.index(self.plot)] = self.main
         self.widget.children = tuple(children)
         from explorer.runtime.registry import available_without_tensorflow
 
@@ -359,21 +361,30 @@ class KernelsTab(Tab):
         return super().export(fmt, dtype)
 
     def select_cell(self, i: int, j: int) -> None:
-        """Show cell ``(i, j)`` of the heatmap (what a click does): its status, full error,
-        explanation and workaround below the heatmap, and its release history."""
+        """Show cell ``(i, j)`` of the heatmap (what a click does) beside it: its status, full
+        error, explanation, workaround and release history; "every cell explained" below then
+        follows the clicked op."""
         grid = self.heatmap.grid
         if grid is None or not (0 <= i < grid.shape[0] and 0 <= j < grid.shape[1]):
             return
-        self.cell_details.value = cell_html(grid, i, j)
         column = grid.columns[j]
         raws = [str(r["raw_op"]) for r in grid.records(i, j) if r.get("raw_op")]
         raw_ops = tuple(dict.fromkeys(x for raw in raws for x in raw.split(",") if x))
-        if column.backend != "tensorflow" or not raw_ops:
-            return
-        from explorer.runtime.registry import registry_device
+        history = ""
+        if column.backend == "tensorflow" and raw_ops:
+            from explorer.runtime.registry import registry_device
 
-        device_type = column.device if column.declared else registry_device(column.device, column.mode)
-        self.history.show_cell(raw_ops, column.dtype, device_type)
+            device_type = column.device if column.declared else registry_device(column.device, column.mode)
+            try:
+                history = self.history.html(raw_ops, (column.dtype,), device_type)
+            except Exception as exc:
+                history = message_html(f"No release history for this cell: {exc}", "warning")
+        # beside the heatmap, not above it: the heatmap stays where it is
+        self.cell_details.value = cell_html(grid, i, j) + history
+        clicked = grid.ops[i]
+        if self._shown is not None and clicked != self.state.op:  # the table follows the clicked op
+            rows = self._shown[0]
+            self.show_html(details_html(rows, clicked))
 
 
 def _frame_stamp(rows: Any) -> tuple[int, int]:

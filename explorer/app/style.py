@@ -118,6 +118,10 @@ CSS = """
 .px-app .lm-TabBar-tab:focus-visible, .px-app summary:focus-visible {
   outline: 3px solid #0b4f9c !important; outline-offset: 2px; box-shadow: 0 0 0 5px #ffffff;
 }
+.px-app .px-kernels-main { flex-wrap: wrap; align-items: flex-start; column-gap: 12px; }
+.px-app .px-kernels-main > .px-plot { flex: 0 1 auto; max-width: 100%; }
+.px-app .px-kernels-cell { flex: 1 1 300px; max-width: 520px; min-width: 0; }
+.px-app .px-kernels-cell > .widget-html-content { white-space: normal; line-height: 1.35; }
 .px-app pre, .px-app code, .px-app .px-code {
   font-family: var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace);
 }
