@@ -453,3 +453,17 @@ def test_a_clicked_cell_is_told_beside_the_heatmap_and_the_table_follows_it(app:
     (main,) = [w for w in tab.widget.children if "px-kernels-main" in w._dom_classes]
     assert list(main.children) == [tab.plot, tab.cell_details]  # side by side (wrapping when narrow)
     assert f"<h4>{grid.ops[i]}: every cell explained</h4>" in tab.details.value
+
+
+# ------------------------------------------------------------------------------- (5) narrow tables
+
+
+def test_ranges_thresholds_show_few_columns_and_fold_the_rest(app: Any) -> None:
+    app.state.set(op="exp", dtypes=["float16"], backends=["numpy", "emulated"])
+    markup = app.select("ranges").details.value
+    before, folded = markup.split("<details class='px-more-columns'>", 1)
+    main_heads = re.findall(r"<th>([^<]*)</th>", before.rsplit("<table", 1)[1])
+    more_heads = re.findall(r"<th>([^<]*)</th>", folded.split("</details>")[0])
+    assert len(main_heads) <= 5 and {"backend", "kind", "first positive"} <= set(main_heads), main_heads
+    assert "rule (bounds included)" in more_heads and "last positive" in more_heads
+    assert "x &gt;= 11.09375" in folded  # the exact rule, one click away

@@ -23,6 +23,12 @@ MISSING_REASONS = {
 }
 
 
+#: the threshold table's columns a newcomer needs (the table fits a panel at 1024 px)
+NEWCOMER_COLUMNS = ("backend", "kind", "first positive", "first negative", "inputs")
+#: the others, in a folded table below it
+MORE_COLUMNS = ("last positive", "last negative", "rule (bounds included)", "returns")
+
+
 class RangesTab(Tab):
     """Number lines + op-aware regions, one panel per selected dtype."""
 
@@ -213,10 +219,16 @@ def thresholds_html(regions: dict[str, Any]) -> str:
     disagreements = region_disagreements(regions)
     line = number_line(first.format)
     flushed = sorted(name for name, reg in regions.items() if reg.ran and "flush_to_zero" in reg.thresholds)
+    main = [{c: row[c] for c in NEWCOMER_COLUMNS} for row in rows]
+    more = [{c: row[c] for c in ("backend", "kind", *MORE_COLUMNS)} for row in rows]
     return (
-        "<h4>Thresholds (exact first and last inputs of each kind; the neighbouring inputs are "
-        "of another kind; hover a value for its exact value, a kind for its definition)</h4>"
-        + numbers.table_html(rows, missing_reasons=MISSING_REASONS)
+        "<h4>Thresholds (the first inputs of each kind, from zero outwards; hover a value for its "
+        "exact value, a kind for its definition)</h4>"
+        + numbers.table_html(main, missing_reasons=MISSING_REASONS)
+        + "<details class='px-more-columns'><summary>more columns: the last inputs of each kind, "
+        "the rule in words, the results</summary>"
+        + numbers.table_html(more, missing_reasons=MISSING_REASONS)
+        + "</details>"
         + message_html(f"{first.format}: {line.underflow_rule}; {line.overflow_rule}", "info")
         + (
             message_html(
