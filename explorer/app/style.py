@@ -118,9 +118,16 @@ CSS = """
 .px-app .lm-TabBar-tab:focus-visible, .px-app summary:focus-visible {
   outline: 3px solid #0b4f9c !important; outline-offset: 2px; box-shadow: 0 0 0 5px #ffffff;
 }
-.px-app .px-kernels-main { flex-wrap: wrap; align-items: flex-start; column-gap: 12px; }
-.px-app .px-kernels-main > .px-plot { flex: 0 1 auto; max-width: 100%; }
-.px-app .px-kernels-cell { flex: 1 1 300px; max-width: 520px; min-width: 0; }
+.px-app .px-kernels-main {
+  display: grid !important; grid-template-columns: minmax(0, 1fr); align-items: start; gap: 8px 12px;
+}
+.px-app .px-kernels-main:has(.px-cell-details) {
+  grid-template-columns: minmax(0, 1fr) minmax(260px, 420px);
+}
+@media (max-width: 1100px) {
+  .px-app .px-kernels-main:has(.px-cell-details) { grid-template-columns: minmax(0, 1fr); }
+}
+.px-app .px-kernels-main > * { min-width: 0; max-width: 100%; }
 .px-app .px-kernels-cell > .widget-html-content { white-space: normal; line-height: 1.35; }
 .px-app pre, .px-app code, .px-app .px-code {
   font-family: var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace);
