@@ -206,34 +206,8 @@ class KernelsTab(Tab):
     # ------------------------------------------------------------------ drawing
 
     def answer_sentences(self, probed: Any = None) -> list[str]:
-        """The answer for each shown dtype (:func:`explorer.queries.answers.kernels_answer`), with
-        the status a probe of TensorFlow recorded here when ``probed`` rows are given."""
-        from explorer.queries.answers import kernels_answer
-
-        state = self.state
-        dtypes, _ = shown_dtypes(state.dtypes)
-        # mode registry shows CPU and GPU side by side (no Device control): an answer for each
-        devices = ("CPU", "GPU") if state.mode == "registry" else (state.device,)
-        sentences: list[str] = []
-        op, mode, registry = state.op, state.mode, self.registry()
-        for dtype, device in ((d, v) for d in dtypes for v in devices):
-            status: str | None = None
-            if probed is not None and len(probed):
-                mine = probed[
-                    (probed["backend"] == "tensorflow")
-                    & (probed["op"] == state.op)
-                    & (probed["dtype"] == dtype)
-                    & (probed["device"] == device)
-                    & (probed["mode"] == state.mode)
-                ]
-                status = str(mine["status"].iloc[0]) if len(mine) else None
-            sentences.append(
-                self.ctx.cache.get(
-                    ("kernels-answer", op, dtype, device, mode, status),
-                    partial(kernels_answer, op, dtype, device, mode, registry, status),
-                )
-            )
-        return sentences
+        """The answer for each shown dtype and device (:func:`kernels_answers`)."""
+        return kernels_answers(self.state, self.registry(), self.ctx.cache, probed)
 
     def render(self) -> None:
         if self.prober.probed_for is not None and self.prober.probed_for != self.prober.selection():
@@ -385,6 +359,32 @@ class KernelsTab(Tab):
         if self._shown is not None and clicked != self.state.op:  # the table follows the clicked op
             rows = self._shown[0]
             self.show_html(details_html(rows, clicked))
+
+
+def kernels_answers(state: Any, registry: Any, cache: Any, probed: Any = None) -> list[str]:
+    """The answer for each shown dtype (:func:`explorer.queries.answers.kernels_answer`), on CPU
+    and GPU in mode registry (shown side by side there), else on the selected device; with the
+    status a probe of TensorFlow recorded here when ``probed`` rows are given."""
+    from explorer.queries.answers import kernels_answer
+
+    dtypes, _ = shown_dtypes(state.dtypes)
+    devices = ("CPU", "GPU") if state.mode == "registry" else (state.device,)
+    sentences: list[str] = []
+    op, mode = state.op, state.mode
+    for dtype, device in ((d, v) for d in dtypes for v in devices):
+        status: str | None = None
+        if probed is not None and len(probed):
+            mine = probed[
+                (probed["backend"] == "tensorflow")
+                & (probed["op"] == op)
+                & (probed["dtype"] == dtype)
+                & (probed["device"] == device)
+                & (probed["mode"] == mode)
+            ]
+            status = str(mine["status"].iloc[0]) if len(mine) else None
+        key = ("kernels-answer", op, dtype, device, mode, status)
+        sentences.append(cache.get(key, partial(kernels_answer, op, dtype, device, mode, registry, status)))
+    return sentences
 
 
 def _frame_stamp(rows: Any) -> tuple[int, int]:

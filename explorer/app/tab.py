@@ -182,7 +182,7 @@ class Tab:
             noted: list[bool] = []  # the computing note fired (it then wrote the status)
             self._status_by_render = None
             if selection != self.shown_selection:
-                self._start_computing_note(writes, done, start, noted)
+                start_computing_note(self, writes, done, start, noted)
             try:
                 loader = self.ctx.tf_loader
                 if self.needs_tensorflow and loader.status == "failed":
@@ -214,33 +214,6 @@ class Tab:
             self.shown_selection = selection
             self.render_count += 1
             self.last_render_seconds = time.perf_counter() - start
-
-    def _start_computing_note(
-        self, writes: int, done: threading.Event, start: float, noted: list[bool]
-    ) -> None:
-        """After :data:`COMPUTING_NOTE_AFTER_S`, while the render of ``selection`` runs: clear
-        what it has not written yet and say what is computed, every second again."""
-        what = self.describe_selection()
-
-        def note() -> None:
-            while not done.wait(COMPUTING_NOTE_AFTER_S if self._writes == writes else 1.0):
-                with self._write_lock:
-                    if done.is_set():
-                        return
-                    if self._writes == writes:  # nothing of the new selection shown yet
-                        self.clear_figure()
-                        self.details.value = ""
-                    if not self._answer_shown:
-                        self.answer.value = ""
-                    seconds = time.perf_counter() - start
-                    noted.append(True)
-                    self.status.value = render.message_html(
-                        f"Computing {what}… {seconds:.0f} s so far; the results of the earlier "
-                        "selection are no longer shown.",
-                        "loading",
-                    )
-
-        threading.Thread(target=note, name=f"explorer-{self.key}-computing", daemon=True).start()
 
     def _clear_unless_written(self, writes: int) -> None:
         """Remove the plot and details when this render wrote none (they are an earlier selection's)."""
@@ -388,6 +361,35 @@ class Tab:
     def job_panel(self) -> JobPanel:
         """A progress bar + cancel button for this tab's background jobs."""
         return JobPanel(self.key)
+
+
+def start_computing_note(
+    tab: Tab, writes: int, done: threading.Event, start: float, noted: list[bool]
+) -> None:
+    """After :data:`COMPUTING_NOTE_AFTER_S`, while ``tab`` renders a new selection (until
+    ``done``): clear what the render has not written yet (``tab._writes`` still ``writes``) and
+    say what is computed, every second again; ``noted`` records that the note was shown."""
+    what = tab.describe_selection()
+
+    def note() -> None:
+        while not done.wait(COMPUTING_NOTE_AFTER_S if tab._writes == writes else 1.0):
+            with tab._write_lock:
+                if done.is_set():
+                    return
+                if tab._writes == writes:  # nothing of the new selection shown yet
+                    tab.clear_figure()
+                    tab.details.value = ""
+                if not tab._answer_shown:
+                    tab.answer.value = ""
+                seconds = time.perf_counter() - start
+                noted.append(True)
+                tab.status.value = render.message_html(
+                    f"Computing {what}… {seconds:.0f} s so far; the results of the earlier "
+                    "selection are no longer shown.",
+                    "loading",
+                )
+
+    threading.Thread(target=note, name=f"explorer-{tab.key}-computing", daemon=True).start()
 
 
 class JobPanel:
