@@ -176,8 +176,25 @@ def test_voila_no_button_label_is_truncated(
             found = page.evaluate(TRUNCATED_BUTTONS_JS)
             if found:
                 truncated[key] = found
+            if key == "kernels":  # its answer sentence wraps inside the window (issue 28, items 1 and 2)
+                fits = page.eval_on_selector(
+                    ".px-tab-kernels .px-answer-box",
+                    "el => [el.scrollWidth <= el.clientWidth, el.getBoundingClientRect().right <= innerWidth,"
+                    " el.innerText]",
+                )
+                assert fits[0] and fits[1] and fits[2].startswith(("Yes:", "No:")), (size, fits)
         shoot(page, f"voila-buttons-{width}x{height}")
         assert not truncated, f"truncated buttons at {width}x{height}: {truncated}"
+        # a button reached by the keyboard shows a ring of at least 2 px (issue 28, item 12)
+        open_tab(page, "Kernels")
+        page.focus(".px-tab-kernels .px-probe")
+        page.keyboard.press("Tab")
+        page.keyboard.press("Shift+Tab")
+        ring = page.evaluate(
+            "() => { const s = getComputedStyle(document.activeElement); "
+            "return [document.activeElement.className, s.outlineStyle, parseFloat(s.outlineWidth)]; }"
+        )
+        assert "px-probe" in ring[0] and ring[1] == "solid" and ring[2] >= 2, ring
     finally:
         page.close(run_before_unload=True)
 

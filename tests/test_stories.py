@@ -415,6 +415,14 @@ def test_story_original_question_range_float16_cpu(app: Any) -> None:
 
     details = bs.poll(page, cell_details, UPDATE_S, "the clicked cell's details")
     assert details.startswith("range · float16"), details
+    # beside the heatmap at this width, not pushed above or below it (issue 28, item 3)
+    boxes = page.evaluate(
+        "() => ['.px-tab-kernels .px-kernels-plot', '.px-tab-kernels .px-kernels-cell']"
+        ".map(s => { const r = document.querySelector(s).getBoundingClientRect(); "
+        "return [r.left, r.top, r.right, r.bottom]; })"
+    )
+    (plot_box, cell_box) = boxes
+    assert cell_box[0] >= plot_box[2] - 1 and cell_box[1] < plot_box[3], boxes
 
     # the history strip of the selected cell: each release's status, as the legend on screen reads
     history = shipped_history("Range", "Tidx", "float16", "CPU")
@@ -435,6 +443,30 @@ def test_story_original_question_range_float16_cpu(app: Any) -> None:
     first = first_ok(history)
     note = strip.locator(".px-history-note").inner_text()
     assert f"changed in {first}" in note, note
+
+    # the tab's first words answer the question, as the shipped files say (issue 28, item 1)
+    answer = bs.visible_text(page, ".px-kernels-answer")
+    releases = [release for release, _ in history]
+    before = releases[releases.index(first) - 1]
+    assert answer.startswith("Yes:" if want == "ok" else "No:"), answer
+    assert all(status == "ok" for _, status in history[releases.index(first) :]), history
+    assert f"since {first}; on {before} and earlier" in answer, answer
+    top = page.eval_on_selector(".px-tab-kernels .px-kernels-answer", "el => el.getBoundingClientRect().top")
+    plot = page.eval_on_selector(".px-tab-kernels .px-kernels-plot", "el => el.getBoundingClientRect().top")
+    assert top < plot, "the answer is above the heatmap"
+    # no implementation note on the page (item 7); the Kernels intro's jargon opens the glossary
+    # from the keyboard: focus the link, press Enter, the entry is the target and on screen
+    assert "not imported" not in bs.visible_text(page, ".px-app", exclude=".px-tab-environment"), "note"
+    link = page.locator(".px-tab-kernels .px-intro a.px-term", has_text="registry").first
+    link.focus()
+    page.keyboard.press("Enter")
+    bs.poll(page, lambda: page.evaluate("() => location.hash") == "#px-term-registry", 10, "the glossary")
+    entry = page.eval_on_selector(
+        "#px-term-registry",
+        "el => { const r = el.getBoundingClientRect(); "
+        "return [r.top >= 0 && r.bottom <= innerHeight, el.nextElementSibling.textContent]; }",
+    )
+    assert entry[0] and "kernel registry" in entry[1], entry
     bs.shoot_story(page, "original-question")
 
 

@@ -258,13 +258,42 @@ def _power_of_two(value: float) -> str:
 
 
 def _short(value: float) -> str:
-    """A value as people read it: integers in full (``-0`` keeps its sign), others to 4
-    significant digits."""
+    """A value as people read it: integers in full (``-0`` keeps its sign), values whose exact
+    decimal has at most :data:`EXACT_DIGITS` significant digits exactly, others to 4
+    significant digits.
+
+    >>> _short(0.1015625), _short(0.0999755859375), _short(448.0), _short(-0.0)
+    ('0.1015625', '0.09998', '448', '-0')
+    """
     if value == 0:
         return "-0" if math.copysign(1.0, value) < 0 else "0"
-    if math.isfinite(value) and value.is_integer() and abs(value) < 1e7:
+    exact = exact_short(value)
+    return exact if exact is not None else format(value, ".4g")
+
+
+#: significant digits up to which a value is written exactly (0.1015625) rather than shortened
+EXACT_DIGITS = 8
+
+
+def exact_short(value: float) -> str | None:
+    """``value``'s exact decimal when it has at most :data:`EXACT_DIGITS` significant digits
+    (integers below 10**7 in full), else None.
+
+    >>> exact_short(0.1015625), exact_short(0.1), exact_short(1 / 3)
+    ('0.1015625', None, None)
+    """
+    from decimal import Decimal
+
+    value = float(value)
+    if not math.isfinite(value):
+        return None
+    if value.is_integer() and abs(value) < 1e7:
         return str(int(value))
-    return format(value, ".4g")
+    exact = Decimal(value)
+    digits = exact.as_tuple().digits
+    if len(digits) > EXACT_DIGITS or abs(value) < 1e-4:
+        return None
+    return format(exact, "f")
 
 
 def _lacks(fmt: Format) -> str:

@@ -115,6 +115,11 @@ def explain(row: dict[str, Any], reg: Registry | None) -> str:
             ]
             return text + "; the registry says: " + " ".join(sentences)
         return text + "."
+    if status is Status.OK and backend == "emulated":
+        return (
+            f"{op} in {dtype} is emulated, not native: computed in a wider dtype with NumPy and "
+            f"rounded to {dtype}."
+        )
     if status is Status.OK:
         return f"{op} runs natively in {dtype} on {device} {how} with {backend}."
     if status is Status.FALLBACK:

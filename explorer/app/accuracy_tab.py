@@ -63,7 +63,9 @@ class AccuracyTab(Tab):
         dtypes, cap_note = shown_dtypes(self.state.dtypes)
         if cap_note:
             notes.insert(0, cap_note)
+        self._answers: list[str] = []
         panels = [self._panel(op, dtype, backends) for dtype in dtypes]
+        self.show_answer(self._answers)
         definitions = ""
         if op is not None:
             from explorer.queries.accuracy import DEFINITIONS
@@ -94,6 +96,9 @@ class AccuracyTab(Tab):
             result = self.ctx.cache.get(
                 ("accuracy", op.name, dtype, backends), lambda: accuracy_from_sweep(sweep)
             )
+            from explorer.queries.answers import accuracy_answer
+
+            self._answers.append(accuracy_answer(op.name, dtype, result.backends))
             disagreements = result.disagreements(limit=30)
             parts += [
                 f"<h4>Error of {html.escape(op.name)} in {html.escape(dtype)} per backend: "

@@ -56,9 +56,11 @@ class BitsTab(Tab):
 
         value = self.state.value
         infos = [inspect_value(value, d) for d in self.state.dtypes]
+        explanations = [explain_value(i) for i in infos]
+        self.show_answer([f"{i.format}: {text}" for i, text in zip(infos, explanations, strict=True)])
         formats = ", ".join(i.format for i in infos)
         self.show_figure(plot_bit_fields(infos), f"Sign, exponent and mantissa bits of {value} in {formats}")
-        self.show_html(bits_details_html(value, infos, [explain_value(i) for i in infos], value_table))
+        self.show_html(bits_details_html(value, infos, explanations, value_table))
         self.clear_message()
 
 
@@ -80,6 +82,11 @@ def bits_details_html(value: str, infos: list[Any], explanations: list[str], val
     def near(
         i: Any, column: str, number: Any
     ) -> Any:  # values of the format: digits that tell neighbours apart
+        from explorer.analysis.bits import exact_short
+
+        exact = exact_short(number) if isinstance(number, float) else None
+        if exact is not None:  # written as the sentence writes it: exactly
+            return numbers.Markup(html.escape(exact))
         digits = numbers.digits_for(resolve(i.format).mantissa_bits)
         return numbers.Markup(numbers.cell_html(number, MISSING_REASONS.get(column, ""), digits))
 

@@ -137,6 +137,9 @@ class AppContext:
         self.snapshot_name: str = ""
         #: the model and example inputs passed to ``explorer.App(model=..., example_inputs=...)``
         self.user_model: tuple[Any, Any] | None = None
+        #: how this app runs (TensorFlow imported here or not, worker processes), in words: an
+        #: implementation note the Environment tab shows, not the other tabs
+        self.runtime_note: str = ""
 
     @property
     def tf_ready(self) -> bool:

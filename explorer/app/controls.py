@@ -151,7 +151,7 @@ class Controls:
 
         self.op_search.observe(self._on_search, names="value")
         self.op_search.on_msg(self._on_search_message)
-        self.op.observe(lambda ch: self._write(op=ch["new"]), names="value")
+        self.op.observe(self._on_op_picked, names="value")
         self.dtypes.observe(lambda ch: self._write(dtypes=ch["new"]), names="value")
         self.device.observe(lambda ch: self._write(device=ch["new"]), names="value")
         self.backends.observe(lambda ch: self._write(backends=ch["new"]), names="value")
@@ -185,6 +185,7 @@ class Controls:
         for row, row_fields in self._rows:
             row.layout.display = None if wanted & set(row_fields) else "none"
         self.none_note.layout.display = None if not wanted & set(self.by_field) else "none"
+        self.message.value = ""  # it was about the controls of the tab shown before
 
     def visible_fields(self) -> tuple[str, ...]:
         """The fields whose controls are shown now."""
@@ -220,7 +221,9 @@ class Controls:
         return options[:MAX_OP_OPTIONS]
 
     def _raw_ops_matching(self, query: str) -> list[str]:
-        return [r for r in getattr(self, "_raw_ops", ()) if query in r.lower()]
+        """Raw ops whose name holds ``query``; TensorFlow's internal ones (``_MklTanhGrad``) are
+        not offered."""
+        return [r for r in getattr(self, "_raw_ops", ()) if query in r.lower() and not r.startswith("_")]
 
     def best_match(self, query: str) -> str | None:
         """The op a search picks: the op named exactly ``query`` (any case), else the first match."""
@@ -235,9 +238,11 @@ class Controls:
         matches = self._matches(query) if query.strip() else []
         # the op named exactly, or the only match, is selected at once; Enter picks the top one
         exact = [v for _, v in matches if v.lower() == query.strip().lower()]
-        if exact or len(matches) == 1:
+        chosen = bool(exact or len(matches) == 1)
+        if chosen:
             self._write(op=(exact or [matches[0][1]])[0])
-        options = self._op_options(query)
+        # the Op list is narrowed only while the search has not chosen: it never stays trapped
+        options = self._op_options("" if chosen else query)
         self._syncing = True
         try:
             self.op.options = options
@@ -246,7 +251,9 @@ class Controls:
             self._syncing = False
         if query.strip():
             picked = (
-                f"selected: {self.state.op}" if exact or len(matches) == 1 else "Enter selects the top one"
+                f"selected: {self.state.op}; the Op list shows every op again"
+                if chosen
+                else "Enter selects the top one"
             )
             shown = "" if len(matches) <= MAX_OP_OPTIONS else f" (first {MAX_OP_OPTIONS} listed)"
             self.message.value = (
@@ -266,6 +273,25 @@ class Controls:
         best = self.best_match(self.op_search.value)
         if best is not None and best != self.state.op:
             self._write(op=best)
+        if best is not None:
+            self._show_every_op()
+
+    def _show_every_op(self) -> None:
+        """The Op list back to every op (the search has chosen)."""
+        self._syncing = True
+        try:
+            self.op.options = self._op_options("")
+            self.op.value = self.state.op
+        finally:
+            self._syncing = False
+
+    def _on_op_picked(self, change: dict[str, Any]) -> None:
+        """An op picked in the Op list: selected, and the list shows every op again."""
+        if self._syncing:
+            return
+        self._write(op=change["new"])
+        if self.op_search.value and self.state.op == change["new"]:
+            self._show_every_op()
 
     # ------------------------------------------------------------------ binding
 

@@ -66,7 +66,15 @@ class EnvironmentTab(Tab):
         self.dirty = True
 
     def render(self) -> None:
-        parts = [self._system_html(), self._cpu_features_html(), self._backends_html(), self._registry_html()]
+        note = self.ctx.runtime_note
+        how = f"<h4>How this app runs</h4><p class='px-runtime-note'>{html.escape(note)}</p>" if note else ""
+        parts = [
+            self._system_html(),
+            self._cpu_features_html(),
+            self._backends_html(),
+            self._registry_html(),
+            how,
+        ]
         self.show_html("".join(parts))
         self.clear_message()
 

@@ -119,9 +119,8 @@ def result_html(result: dict[str, Any]) -> str:
         )
     installed = result["installed"]
     status = installed.get("status") or installed.get("note")
-    rows.append(
-        _row("installed", _e(f"{installed['framework']} {installed['release'] or 'not installed'}: {status}"))
-    )
+    said = f"{installed['framework']} {installed['release'] or 'not installed'}"
+    rows.append(_row("installed", _e(f"{said}: {status}" if status else said)))
     for note in result["notes"]:
         rows.append(_row("note", _e(note)))
     parts = [
@@ -133,10 +132,15 @@ def result_html(result: dict[str, Any]) -> str:
     if work["code"]:
         how = f"ran here, returned {work['result_dtype']}" if work["ran"] else work["note"]
         parts.append(f"<p><b>Workaround:</b> {_e(work['description'])} ({_e(how)})</p>")
-        parts.append(
-            "<pre class='px-explain-code' style='background:#f6f8fa;padding:8px;white-space:pre-wrap'>"
-            f"{_e(work['code'])}</pre>"
-        )
+        from explorer.runtime.workarounds import lesson_code
+
+        short = lesson_code(work["code"])
+        parts.append(f"<pre class='px-explain-code px-code'>{_e(short)}</pre>")
+        if short != work["code"]:
+            parts.append(
+                "<details class='px-explain-full'><summary>the same with the example inputs it ran "
+                f"on (runnable as is)</summary><pre class='px-code'>{_e(work['code'])}</pre></details>"
+            )
     else:
         parts.append(f"<p><b>No workaround:</b> {_e(work['note'])}</p>")
     parts.append("</div>")

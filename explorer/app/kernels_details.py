@@ -10,7 +10,7 @@ from typing import Any
 
 from explorer.app.render import table_html
 from explorer.plots.availability import kernel_panels, styled_table
-from explorer.plots.kernel_grid import KernelGrid
+from explorer.plots.kernel_grid import KernelGrid, declared_by
 from explorer.plots.palette import OUTLINE, STATUS_COLORS, STATUS_GLYPHS, text_color
 
 
@@ -108,7 +108,7 @@ def cell_html(grid: KernelGrid, i: int, j: int) -> str:
     column = grid.columns[j]
     status = grid.status(i, j)
     where = f"{grid.ops[i]} · {column.dtype} · {column.backend} · {column.panel_label}"
-    how = "declared by the registry, not run here" if column.declared else "ran here"
+    how = f"declared by {declared_by(column.backend)}, not run here" if column.declared else "ran here"
     parts = [
         f"<div class='px-cell-details' style='border:1px solid {OUTLINE};padding:6px;margin:4px 0'>"
         f"<b>{html.escape(where)}</b>: "

@@ -48,6 +48,8 @@ class ProbeController:
         self.button.add_class("px-probe")
         self.button.on_click(lambda _: self.start())
         self.job: Job | None = None
+        #: the selection the last job probed (op, dtypes, backends, device)
+        self.probed_for: tuple[Any, ...] | None = None
 
     def start(self, wait: bool = False) -> Job:
         """Probe the shown ops × dtypes × backends for the device and mode (eager and xla when mode is
@@ -66,6 +68,7 @@ class ProbeController:
         defaults = [m for m in DEFAULT_AVAILABILITY_MODES if m != "registry"]
         modes = defaults if self.state.mode == "registry" else [self.state.mode]
         selection = (list(self.state.dtypes), list(self.state.backends), [self.state.device], modes)
+        self.probed_for = self.selection()
         self.job = Job("probing", lambda ctx: self._probe(ctx, ops, *selection))
         self.panel.attach(self.job)
         self.job.on_done(self._done)
@@ -74,6 +77,10 @@ class ProbeController:
         if wait:
             self.job.wait()
         return self.job
+
+    def selection(self) -> tuple[Any, ...]:
+        """What a probe started now would be about: op, dtypes, backends, device."""
+        return (self.state.op, self.state.dtypes, self.state.backends, self.state.device)
 
     def _probe(
         self,

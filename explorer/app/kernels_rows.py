@@ -119,16 +119,19 @@ class KernelRows:
         return [f for f in frames if len(f)]
 
     def registry_view(self, ops: list[str], dtypes: tuple[str, ...]) -> Any:
-        """The rows of mode registry on CPU and GPU: TensorFlow's registry (whichever backends are
-        selected), and beside it what the other selected backends declare."""
+        """The rows of mode registry on CPU and GPU of the selected backends that declare
+        (TensorFlow's registry, PyTorch's OpInfo); None when no selected backend declares."""
         import pandas as pd
 
-        frames = [self.declared_frame(ops, dtypes, ("CPU", "GPU"))]
-        frames += [
+        frames = [
             f
             for f in self.declared_beside(ops, dtypes, ("CPU", "GPU"))
             if set(f["backend"]) != {"tensorflow"}
         ]
+        if "tensorflow" in self.state.backends:
+            frames.insert(0, self.declared_frame(ops, dtypes, ("CPU", "GPU")))
+        if not frames:
+            return None
         return pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
 
     def probes(self, ops: list[str], dtypes: tuple[str, ...], mode: str) -> list[Any]:
@@ -204,8 +207,9 @@ class KernelRows:
         if not rows["device"].astype(str).str.contains("GPU").any():
             return ""
         return (
-            "GPU cells are declared by the registry (TensorFlow's kernel registry, PyTorch's OpInfo), "
-            "not run: this machine has no GPU; declared cells show their letter in brackets. "
+            "GPU cells are declared, not run: this machine has no GPU. TensorFlow's come from its "
+            "kernel registry, PyTorch's from its OpInfo test database (PyTorch has no kernel "
+            "registry); declared cells show their letter in brackets. "
         )
 
     def shown_result(self) -> AvailabilityResult:

@@ -20,6 +20,7 @@ history, :class:`~explorer.app.kernels_probe.ProbeController` runs "Probe now",
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ from explorer.app.kernels_history import HistoryStrip
 from explorer.app.kernels_probe import ProbeController
 from explorer.app.kernels_rows import KernelRows
 from explorer.app.kernels_snapshot import SnapshotPanel
-from explorer.app.tab import NotAvailableYet, Tab
+from explorer.app.render import message_html
+from explorer.app.tab import NotAvailableYet, Tab, shown_dtypes
 from explorer.ops import catalog
 from explorer.plots.availability import kernel_heatmap, kernel_panels
 from explorer.plots.kernel_grid import KernelGrid, kernel_grid
@@ -91,13 +93,22 @@ class KernelsTab(Tab):
         self._shown: tuple[Any, list[tuple[str, str, str]], str] | None = None
         children = list(self.widget.children)
         children.insert(children.index(self.status) + 1, self.history_box)
-        children.insert(children.index(self.plot) + 1, self.cell_details)
+        #: the heatmap and, beside it (below on a narrow screen), the clicked cell's details
+        self.main = widgets.HBox([self.plot, self.cell_details]).add_class("px-kernels-main")
+        children[children.index(self.plot)] = self.main
         self.widget.children = tuple(children)
         from explorer.runtime.registry import available_without_tensorflow
 
         # the registry view is served from the shipped (or cached) registry of the installed
         # release while TensorFlow still imports; probes run in sandbox workers either way
         self.needs_tensorflow = not available_without_tensorflow()
+
+    def shown_fields(self) -> tuple[str, ...]:
+        """In mode registry the Device control is hidden: the registry view shows CPU and GPU
+        side by side, so a device would change nothing."""
+        if self.state.mode == "registry":
+            return tuple(f for f in self.fields if f != "device")
+        return self.fields
 
     # ------------------------------------------------------------------ what the collaborators hold
 
@@ -170,12 +181,22 @@ class KernelsTab(Tab):
         self.refresh()
 
     def _probe_done(self, job: Job) -> None:
-        if self.state.mode == "registry" and job.status == "done":
-            self.state.set(mode="eager")  # show what was just probed
+        switched = self.state.mode == "registry" and job.status == "done"
+        if switched:
+            self.state.set(mode="eager")  # show what was just probed, and say so
         self.dirty = True
         self.refresh()
         if job.status == "failed":
             self.show_message(f"Probing failed: {job.error}", "error")
+        elif switched:
+            self.status.value = (
+                message_html(
+                    "Mode changed from registry to eager to show what was just probed; pick registry "
+                    "in Mode to see the declared view again.",
+                    "info",
+                )
+                + self.status.value
+            )
 
     def refresh(self) -> None:
         """The history strips first (they need no TensorFlow), then the tab."""
@@ -184,7 +205,16 @@ class KernelsTab(Tab):
 
     # ------------------------------------------------------------------ drawing
 
+    def answer_sentences(self, probed: Any = None) -> list[str]:
+        """The answer for each shown dtype and device (:func:`kernels_answers`)."""
+        return kernels_answers(self.state, self.registry(), self.ctx.cache, probed)
+
     def render(self) -> None:
+        if self.prober.probed_for is not None and self.prober.probed_for != self.prober.selection():
+            self.panel.forget()  # "probing: done" was about another selection
+        answerable = self.state.mode in ("registry", "eager", "xla") and "tensorflow" in self.state.backends
+        if self.snapshot is None and answerable:
+            self.show_answer(self.answer_sentences())
         if self.snapshot is not None:
             rows = self.snapshots.selected_rows(self.shown_ops())
             self._render_rows(rows, source=f"snapshot {self.ctx.snapshot_name}")
@@ -193,15 +223,24 @@ class KernelsTab(Tab):
         dtypes = self.state.dtypes
         mode = self.state.mode
         if mode == "registry":
-            if "tensorflow" not in self.state.backends:
-                self.show_message(
-                    "The registry is TensorFlow's: select the tensorflow backend, or pick mode "
-                    "eager/xla to see probed runs of the other backends.",
-                    "info",
-                )
             frame = self.rows.registry_view(ops, dtypes)
+            without = [b for b in self.state.backends if b not in ("tensorflow", "torch")]
+            if frame is None:
+                self.clear_figure()  # nothing of an earlier selection stays on screen
+                self.show_html("")
+                raise NotAvailableYet(
+                    "Mode registry shows what TensorFlow's kernel registry and PyTorch's OpInfo "
+                    "declare: select the tensorflow or torch backend, or pick mode eager or xla to "
+                    "see probed runs of the other backends."
+                )
             non_tf = [d for d in dtypes if d not in self.registry().float_dtypes]
             note = f"TensorFlow has no dtype for {', '.join(non_tf)}. " if non_tf else ""
+            if without:
+                one = len(without) == 1
+                note += (
+                    f"{' and '.join(without)} declare{'s' if one else ''} nothing: pick mode eager "
+                    f"to run {'it' if one else 'them'}. "
+                )
             self._render_rows(frame, source="registry", note=note + self.rows.gpu_note(frame))
             return
         if self.state.op not in catalog():
@@ -210,6 +249,8 @@ class KernelsTab(Tab):
                 "describes it (mode registry), but there is no catalog call to probe."
             )
         frame, missing = self.rows.probed_frame(ops, dtypes, mode)
+        if frame is not None:
+            self.show_answer(self.answer_sentences(frame))
         frame = self.rows.with_declared_gpu(frame, ops, dtypes, mode)
         note = (
             f"{missing} cells are not probed yet on this machine — press “Probe now” "
@@ -256,6 +297,7 @@ class KernelsTab(Tab):
     def show_heatmap(self, grid: KernelGrid, rows: Any, panels: list[tuple[str, str, str]]) -> None:
         """Redraw the interactive heatmap with ``grid`` (its widget is put in the plot area once);
         the figure for export is drawn only when asked for (:meth:`export`)."""
+        self._wrote()
         self.heatmap.show(grid, highlight=self.state.op)
         self._shown = (rows, panels, self.state.op)
         self._figure = None
@@ -293,21 +335,56 @@ class KernelsTab(Tab):
         return super().export(fmt, dtype)
 
     def select_cell(self, i: int, j: int) -> None:
-        """Show cell ``(i, j)`` of the heatmap (what a click does): its status, full error,
-        explanation and workaround below the heatmap, and its release history."""
+        """Show cell ``(i, j)`` of the heatmap (what a click does) beside it: its status, full
+        error, explanation, workaround and release history; "every cell explained" below then
+        follows the clicked op."""
         grid = self.heatmap.grid
         if grid is None or not (0 <= i < grid.shape[0] and 0 <= j < grid.shape[1]):
             return
-        self.cell_details.value = cell_html(grid, i, j)
         column = grid.columns[j]
         raws = [str(r["raw_op"]) for r in grid.records(i, j) if r.get("raw_op")]
         raw_ops = tuple(dict.fromkeys(x for raw in raws for x in raw.split(",") if x))
-        if column.backend != "tensorflow" or not raw_ops:
-            return
-        from explorer.runtime.registry import registry_device
+        history = ""
+        if column.backend == "tensorflow" and raw_ops:
+            from explorer.runtime.registry import registry_device
 
-        device_type = column.device if column.declared else registry_device(column.device, column.mode)
-        self.history.show_cell(raw_ops, column.dtype, device_type)
+            device_type = column.device if column.declared else registry_device(column.device, column.mode)
+            try:
+                history = self.history.html(raw_ops, (column.dtype,), device_type)
+            except Exception as exc:
+                history = message_html(f"No release history for this cell: {exc}", "warning")
+        # beside the heatmap, not above it: the heatmap stays where it is
+        self.cell_details.value = cell_html(grid, i, j) + history
+        clicked = grid.ops[i]
+        if self._shown is not None and clicked != self.state.op:  # the table follows the clicked op
+            rows = self._shown[0]
+            self.show_html(details_html(rows, clicked))
+
+
+def kernels_answers(state: Any, registry: Any, cache: Any, probed: Any = None) -> list[str]:
+    """The answer for each shown dtype (:func:`explorer.queries.answers.kernels_answer`), on CPU
+    and GPU in mode registry (shown side by side there), else on the selected device; with the
+    status a probe of TensorFlow recorded here when ``probed`` rows are given."""
+    from explorer.queries.answers import kernels_answer
+
+    dtypes, _ = shown_dtypes(state.dtypes)
+    devices = ("CPU", "GPU") if state.mode == "registry" else (state.device,)
+    sentences: list[str] = []
+    op, mode = state.op, state.mode
+    for dtype, device in ((d, v) for d in dtypes for v in devices):
+        status: str | None = None
+        if probed is not None and len(probed):
+            mine = probed[
+                (probed["backend"] == "tensorflow")
+                & (probed["op"] == op)
+                & (probed["dtype"] == dtype)
+                & (probed["device"] == device)
+                & (probed["mode"] == mode)
+            ]
+            status = str(mine["status"].iloc[0]) if len(mine) else None
+        key = ("kernels-answer", op, dtype, device, mode, status)
+        sentences.append(cache.get(key, partial(kernels_answer, op, dtype, device, mode, registry, status)))
+    return sentences
 
 
 def _frame_stamp(rows: Any) -> tuple[int, int]:

@@ -169,9 +169,14 @@ class App:
             "where formats overflow, how accurate backends are, whether mixed precision "
             "trains</span>"
         )
+        from explorer.app.glossary import glossary_html
         from explorer.app.style import stylesheet
 
-        self.widget = widgets.VBox([stylesheet(), title, self.banner, self.controls.widget, self.tab_widget])
+        #: the words the tabs use, explained; their uses link here
+        self.glossary = widgets.HTML(glossary_html()).add_class("px-glossary-box")
+        self.widget = widgets.VBox(
+            [stylesheet(), title, self.banner, self.controls.widget, self.tab_widget, self.glossary]
+        )
         self.widget.add_class("px-app")
 
         for cls in self.tabs.classes():
@@ -180,7 +185,7 @@ class App:
         self.state.observe(self._on_state_change)
         self.tab_widget.observe(self._on_tab_selected, names="selected_index")
         self.tab_widget.selected_index = list(self.tabs).index(tab)
-        self.controls.show_fields(self.selected_tab.fields)  # each tab shows only its own controls
+        self.controls.show_fields(self.selected_tab.shown_fields())  # each tab shows only its own controls
         self.ctx.tf_loader.add_done_callback(self._on_tensorflow_loaded)
         self.ctx.background.listen(self._on_background_done)
         self._show(self.selected_tab)
@@ -264,6 +269,8 @@ class App:
 
     def _on_state_change(self, changes: dict[str, Any]) -> None:
         selected = self.selected_tab
+        if "mode" in changes:  # a control that does nothing in a mode is hidden there
+            self.controls.show_fields(selected.shown_fields())
         for tab in self.tabs.built():  # a tab not built yet renders when first shown
             if set(changes) & set(tab.fields):
                 tab.dirty = True
@@ -271,7 +278,7 @@ class App:
             self._show(selected)
 
     def _on_tab_selected(self, change: dict[str, Any]) -> None:
-        self.controls.show_fields(self.selected_tab.fields)
+        self.controls.show_fields(self.selected_tab.shown_fields())
         if not hasattr(self, "startup_seconds"):
             return  # still building; __init__ renders the first tab itself
         tab = self.selected_tab
@@ -313,10 +320,12 @@ class App:
             self._show(self.selected_tab)
 
     def _update_banner(self) -> None:
-        """Say what is loaded in this kernel: whether TensorFlow is imported here (read from
-        ``sys.modules``), and where its results come from instead."""
+        """Say what is loaded in this kernel.  The banner shows only what a visitor waits for (the
+        import while it runs, or why it failed); where results come from (TensorFlow imported here
+        or not, worker processes) is an implementation note, kept for the Environment tab
+        (``app.ctx.runtime_note``)."""
         loader = self.ctx.tf_loader
-        waiting = [cls.title for cls in self.tabs.classes() if cls.needs_tensorflow]
+        waiting = [cls.title for cls in self.tabs.classes() if _needs_tensorflow(cls, self.tabs)]
         imported = "tensorflow" in sys.modules
         if loader.status == "failed":
             kind, text = "error", loader.describe()
@@ -355,4 +364,21 @@ class App:
                         else "kernel and stay empty (App(load_tensorflow=False))."
                     )
                 )
-        self.banner.value = message_html(text, kind)
+        changed = text != self.ctx.runtime_note
+        self.ctx.runtime_note = text
+        self.banner.value = message_html(text, kind) if kind in ("loading", "error") else ""
+        if changed and self.tabs.is_built("environment"):
+            self.tabs["environment"].dirty = True
+
+
+def _needs_tensorflow(cls: type[Tab], tabs: TabSet) -> bool:
+    """Whether the tab of ``cls`` needs TensorFlow in this kernel: the built tab's own answer
+    (the Kernels tab does not when the registry is at hand), else its class's."""
+    key = cls.key
+    if tabs.is_built(key):
+        return bool(tabs[key].needs_tensorflow)
+    if key == "kernels":
+        from explorer.runtime.registry import available_without_tensorflow
+
+        return not available_without_tensorflow()
+    return bool(cls.needs_tensorflow)

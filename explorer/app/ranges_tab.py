@@ -23,6 +23,12 @@ MISSING_REASONS = {
 }
 
 
+#: the threshold table's columns a newcomer needs (the table fits a panel at 1024 px)
+NEWCOMER_COLUMNS = ("backend", "kind", "first positive", "first negative", "inputs")
+#: the others, in a folded table below it
+MORE_COLUMNS = ("last positive", "last negative", "rule (bounds included)", "returns")
+
+
 class RangesTab(Tab):
     """Number lines + op-aware regions, one panel per selected dtype."""
 
@@ -57,7 +63,9 @@ class RangesTab(Tab):
             return
         backends, note = sweep_backends(self.ctx)
         dtypes, cap_note = shown_dtypes(state.dtypes)
+        self._answers: list[str] = []
         panels = [self._panel(op, dtype, backends) for dtype in dtypes]
+        self.show_answer(self._answers)
         if len(panels) == 1:
             panel = panels[0]
             self.show_cached_figure(panel.key, panel.build, "ranges")
@@ -89,6 +97,9 @@ class RangesTab(Tab):
             details = self.ctx.cache.get(
                 ("thresholds-html", op.name, dtype, backends), lambda: thresholds_html(regions)
             )
+            from explorer.queries.answers import ranges_answer
+
+            self._answers.append(ranges_answer(op.name, dtype, regions))
             return Panel(
                 dtype,
                 ("unary", dtype, op.name, backends),
@@ -208,10 +219,16 @@ def thresholds_html(regions: dict[str, Any]) -> str:
     disagreements = region_disagreements(regions)
     line = number_line(first.format)
     flushed = sorted(name for name, reg in regions.items() if reg.ran and "flush_to_zero" in reg.thresholds)
+    main = [{c: row[c] for c in NEWCOMER_COLUMNS} for row in rows]
+    more = [{c: row[c] for c in ("backend", "kind", *MORE_COLUMNS)} for row in rows]
     return (
-        "<h4>Thresholds (exact first and last inputs of each kind; the neighbouring inputs are "
-        "of another kind; hover a value for its exact value, a kind for its definition)</h4>"
-        + numbers.table_html(rows, missing_reasons=MISSING_REASONS)
+        "<h4>Thresholds (the first inputs of each kind, from zero outwards; hover a value for its "
+        "exact value, a kind for its definition)</h4>"
+        + numbers.table_html(main, missing_reasons=MISSING_REASONS)
+        + "<details class='px-more-columns'><summary>more columns: the last inputs of each kind, "
+        "the rule in words, the results</summary>"
+        + numbers.table_html(more, missing_reasons=MISSING_REASONS)
+        + "</details>"
         + message_html(f"{first.format}: {line.underflow_rule}; {line.overflow_rule}", "info")
         + (
             message_html(
@@ -220,13 +237,21 @@ def thresholds_html(regions: dict[str, Any]) -> str:
             if flushed
             else ""
         )
-        + message_html(
-            f"{len(disagreements)} inputs where backends disagree on the kind"
-            + (
-                f", e.g. x = {disagreements[0]['input']!r}: {disagreements[0]['kinds']}"
-                if disagreements
-                else ""
-            ),
+        + _disagreement_note(regions, disagreements)
+    )
+
+
+def _disagreement_note(regions: dict[str, Any], disagreements: list[dict[str, Any]]) -> str:
+    """How many inputs the backends that ran disagree on; with one backend, that nothing was compared."""
+    ran = [name for name, reg in regions.items() if reg.ran]
+    if len(ran) < 2:
+        return message_html(
+            f"Only {ran[0] if ran else 'no backend'} ran, so there is no other backend to compare with.",
             "info",
         )
+    example = (
+        f", e.g. x = {disagreements[0]['input']!r}: {disagreements[0]['kinds']}" if disagreements else ""
+    )
+    return message_html(
+        f"{len(disagreements)} inputs where {', '.join(ran)} disagree on the kind{example}", "info"
     )

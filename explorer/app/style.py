@@ -97,6 +97,44 @@ CSS = """
 }
 .px-app .px-format-facts { margin: 2px 0 6px; }
 .px-app .px-fact[title] { text-decoration: underline dotted #999; cursor: help; }
+.px-app .px-answer > .widget-html-content, .px-app .px-intro > .widget-html-content,
+.px-app .px-glossary-box > .widget-html-content { line-height: 1.4; white-space: normal; }
+.px-app .px-answer-box {
+  border-left: 4px solid #1f5fa8; background: #f3f7fc; padding: 4px 10px; margin: 4px 0;
+  font-size: 110%; color: #1a1a1a;
+}
+.px-app .px-answer-sentence { margin: 2px 0; overflow-wrap: anywhere; }
+.px-app .px-intro-text { color: #444; }
+.px-app a.px-term { color: #0b4f9c; text-decoration: underline dotted; }
+.px-app a.px-term:focus-visible, .px-app a:focus-visible {
+  outline: 3px solid #0b4f9c; outline-offset: 2px;
+}
+.px-app .px-glossary { border-top: 1px solid #ddd; margin-top: 12px; padding-top: 4px; font-size: 95%; }
+.px-app .px-glossary dt { font-weight: 600; margin-top: 6px; }
+.px-app .px-glossary dt:target { background: #fff3c4; }
+.px-app .px-glossary dd { margin: 0 0 0 1.5em; color: #333; }
+.px-app .jupyter-button:focus-visible, .px-app .widget-toggle-button:focus-visible,
+.px-app select:focus-visible, .px-app input:focus-visible, .px-app textarea:focus-visible,
+.px-app .lm-TabBar-tab:focus-visible, .px-app summary:focus-visible {
+  outline: 3px solid #0b4f9c !important; outline-offset: 2px; box-shadow: 0 0 0 5px #ffffff;
+}
+.px-app .px-kernels-main {
+  display: grid !important; grid-template-columns: minmax(0, 1fr); align-items: start; gap: 8px 12px;
+}
+.px-app .px-kernels-main:has(.px-cell-details) {
+  grid-template-columns: minmax(0, 1fr) minmax(260px, 420px);
+}
+@media (max-width: 1100px) {
+  .px-app .px-kernels-main:has(.px-cell-details) { grid-template-columns: minmax(0, 1fr); }
+}
+.px-app .px-kernels-main > * { min-width: 0; max-width: 100%; }
+.px-app .px-kernels-cell > .widget-html-content { white-space: normal; line-height: 1.35; }
+.px-app pre, .px-app code, .px-app .px-code {
+  font-family: var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace);
+}
+.px-app .px-code {
+  background: #f6f8fa; padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 90%;
+}
 """ + _contrast_css()
 
 

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 #: Most dtypes a side-by-side tab (Ranges, Accuracy) shows at once; more are named in a note.
 MAX_PANELS = 4
+#: seconds a render of a new selection may take before the tab removes the earlier selection's
+#: results and says what it computes (then once a second, with the time so far)
+COMPUTING_NOTE_AFTER_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,17 @@ class Tab:
         self._figures: dict[str, Any] = {}
         self._render_lock = threading.RLock()
         self._message_shown = False
+        self._answer_shown = False
+        #: what the shown results are about (the state's values of ``fields``), None before any
+        self.shown_selection: tuple[Any, ...] | None = None
+        #: counts writes of results; the computing note clears only what no render of the new
+        #: selection has written yet
+        self._writes = 0
+        self._write_lock = threading.Lock()
+        self._status_by_render: str | None = None
 
+        #: one sentence (or one per selected dtype) answering the selection in words, above all else
+        self.answer = widgets.HTML(value="").add_class("px-answer").add_class(f"px-{self.key}-answer")
         self.status = widgets.HTML(value="").add_class("px-status").add_class(f"px-{self.key}-status")
         self.plot = widgets.Output().add_class("px-plot").add_class(f"px-{self.key}-plot")
         # an HTML widget, not an Output: replacing an Output's content makes JupyterLab's output
@@ -109,15 +122,21 @@ class Tab:
             [widgets.Label("Export figure:"), self.export_png, self.export_svg, self.export_link]
         )
         self.toolbar = widgets.HBox([])
-        self.intro_html = widgets.HTML(f"<div style='color:#555;font-style:italic'>{self.intro}</div>")
+        from explorer.app.glossary import linked
+
+        self.intro_html = widgets.HTML(f"<div class='px-intro-text'>{linked(self.intro)}</div>")
         self.intro_html.add_class("px-intro")
-        self.widget = widgets.VBox(
-            [self.intro_html, self.toolbar, self.status, self.plot, self.details, self.export_bar]
-        )
+        parts = [self.answer, self.intro_html, self.toolbar, self.status, self.plot, self.details]
+        self.widget = widgets.VBox([*parts, self.export_bar])
         self.widget.add_class(f"px-tab-{self.key}")
         self.build()
 
     # ------------------------------------------------------------------ for subclasses
+
+    def shown_fields(self) -> tuple[str, ...]:
+        """The fields whose controls this tab shows for the current selection (its ``fields``;
+        a tab leaves out one that changes nothing in the selected mode)."""
+        return self.fields
 
     def build(self) -> None:
         """Add tab-specific controls (to ``self.toolbar``); called once from __init__."""
@@ -135,12 +154,35 @@ class Tab:
 
     # ------------------------------------------------------------------ drawing
 
+    def selection(self) -> tuple[Any, ...]:
+        """The state's values of this tab's ``fields``: what its results are about."""
+        values = self.state.as_dict()
+        return tuple(values[f] for f in self.fields)
+
+    def describe_selection(self) -> str:
+        """The selection in words, for the computing note (e.g. ``exp in float16, bfloat16``)."""
+        values = self.state.as_dict()
+        op = values["op"] if "op" in self.fields else ""
+        dtypes = ", ".join(values["dtypes"]) if "dtypes" in self.fields else ""
+        return " in ".join(part for part in (op, dtypes) if part) or self.title
+
     def refresh(self) -> None:
-        """Render now; any error becomes a message in the tab."""
+        """Render now; any error becomes a message in the tab.  A render of a new selection that
+        takes longer than :data:`COMPUTING_NOTE_AFTER_S` first removes the earlier selection's
+        results and says what it computes, with the seconds so far."""
         with self._render_lock:
             start = time.perf_counter()
             self.dirty = False
             self._message_shown = False
+            self._answer_shown = False
+            selection = self.selection()
+            with self._write_lock:
+                writes = self._writes
+            done = threading.Event()
+            noted: list[bool] = []  # the computing note fired (it then wrote the status)
+            self._status_by_render = None
+            if selection != self.shown_selection:
+                start_computing_note(self, writes, done, start, noted)
             try:
                 loader = self.ctx.tf_loader
                 if self.needs_tensorflow and loader.status == "failed":
@@ -157,17 +199,40 @@ class Tab:
                     if not self._message_shown:
                         self.clear_message()  # a message from an earlier selection must not linger
             except NotAvailableYet as exc:
+                self._clear_unless_written(writes)
                 self.show_message(str(exc), "info")
             except Exception as exc:
+                self._clear_unless_written(writes)
                 self.show_error(exc)
+            finally:
+                with self._write_lock:
+                    done.set()
+                    if noted:  # the render's own status wins over the computing note
+                        self.status.value = self._status_by_render or ""
+            if not self._answer_shown:
+                self.answer.value = ""  # an answer about an earlier selection must not linger
+            self.shown_selection = selection
             self.render_count += 1
             self.last_render_seconds = time.perf_counter() - start
+
+    def _clear_unless_written(self, writes: int) -> None:
+        """Remove the plot and details when this render wrote none (they are an earlier selection's)."""
+        with self._write_lock:
+            if self._writes == writes:
+                self.clear_figure()
+                self.details.value = ""
+
+    def _wrote(self) -> None:
+        """Count a write of results (see :meth:`refresh`)."""
+        with self._write_lock:
+            self._writes += 1
 
     def show_figure(self, fig: Any, alt: str = "") -> None:
         """Show a matplotlib Figure (or Axes) as the tab's plot."""
         fig = render.as_figure(fig)
         self._figure = fig
         self._figures = {}
+        self._wrote()
         self.plot.outputs = (render.figure_bundle(fig, alt or self.title),)
         self.export_link.value = ""
 
@@ -181,6 +246,7 @@ class Tab:
         fig, bundle = self.ctx.figures.get((self.key, key), draw)
         self._figure = fig
         self._figures = {}
+        self._wrote()
         self.plot.outputs = (bundle,)
         self.export_link.value = ""
 
@@ -210,6 +276,7 @@ class Tab:
         self._figures = figures
         self._figure = next(iter(figures.values()))
         markup = f"<div class='px-panels'>{''.join(cells)}</div>"
+        self._wrote()
         self.plot.outputs = (render.html_bundle(markup, f"{len(panels)} panels: {', '.join(figures)}"),)
         self.export_link.value = ""
 
@@ -221,15 +288,28 @@ class Tab:
 
     def show_html(self, markup: str) -> None:
         """Show HTML (tables, explanations) below the plot."""
+        self._wrote()
         self.details.value = markup
+
+    def show_answer(self, sentences: str | list[str]) -> None:
+        """Say the answer to the selection in words, first in the tab (each sentence escaped, its
+        terms linked to the glossary)."""
+        from explorer.app.glossary import linked
+
+        items = [sentences] if isinstance(sentences, str) else list(sentences)
+        self._answer_shown = bool(items)
+        body = "".join(f"<p class='px-answer-sentence'>{linked(text)}</p>" for text in items)
+        self.answer.value = f"<div class='px-answer-box' role='status'>{body}</div>" if items else ""
 
     def show_message(self, text: str, kind: str = "info", detail: str = "") -> None:
         """Show a one-line message in the status area."""
         self._message_shown = True
-        self.status.value = render.message_html(text, kind, detail)
+        self._status_by_render = render.message_html(text, kind, detail)
+        self.status.value = self._status_by_render
 
     def clear_message(self) -> None:
         """Empty the status area."""
+        self._status_by_render = ""
         self.status.value = ""
 
     def show_error(self, exc: BaseException, context: str = "") -> None:
@@ -283,6 +363,35 @@ class Tab:
         return JobPanel(self.key)
 
 
+def start_computing_note(
+    tab: Tab, writes: int, done: threading.Event, start: float, noted: list[bool]
+) -> None:
+    """After :data:`COMPUTING_NOTE_AFTER_S`, while ``tab`` renders a new selection (until
+    ``done``): clear what the render has not written yet (``tab._writes`` still ``writes``) and
+    say what is computed, every second again; ``noted`` records that the note was shown."""
+    what = tab.describe_selection()
+
+    def note() -> None:
+        while not done.wait(COMPUTING_NOTE_AFTER_S if tab._writes == writes else 1.0):
+            with tab._write_lock:
+                if done.is_set():
+                    return
+                if tab._writes == writes:  # nothing of the new selection shown yet
+                    tab.clear_figure()
+                    tab.details.value = ""
+                if not tab._answer_shown:
+                    tab.answer.value = ""
+                seconds = time.perf_counter() - start
+                noted.append(True)
+                tab.status.value = render.message_html(
+                    f"Computing {what}… {seconds:.0f} s so far; the results of the earlier "
+                    "selection are no longer shown.",
+                    "loading",
+                )
+
+    threading.Thread(target=note, name=f"explorer-{tab.key}-computing", daemon=True).start()
+
+
 class JobPanel:
     """Progress bar, message and Cancel button bound to one :class:`Job` at a time."""
 
@@ -326,6 +435,14 @@ class JobPanel:
         secs = f" in {job.seconds:.1f} s" if job.seconds is not None else ""
         text = {"done": f"done{secs}", "cancelled": f"cancelled{secs}", "failed": f"failed: {job.error}"}
         self.label.value = f"{job.name}: {text.get(job.status, job.status)}"
+
+    def forget(self) -> None:
+        """Empty the bar and its words once the job has ended (they were about another selection)."""
+        if self.running:
+            return
+        self.progress.value = 0.0
+        self.progress.bar_style = ""
+        self.label.value = ""
 
     @property
     def running(self) -> bool:

@@ -74,6 +74,15 @@ def comparable_histograms(runs: Sequence[LiveRun]) -> tuple[int | None, list[Liv
     ]
 
 
+#: hover text of the results table's empty cells, by column
+SUMMARY_MISSING = {
+    "loss": "no epoch finished yet",
+    "val_accuracy": "no epoch finished yet",
+    "loss_scale": "this policy trains without loss scaling",
+    "grad zero fraction": "not recorded for this run",
+}
+
+
 class TrainingTab(Tab):
     """Mixed-precision training of a small model on scikit-learn's digits, under each policy."""
 
@@ -336,7 +345,9 @@ class TrainingTab(Tab):
             if step is not None
             else "none yet"
         )
-        return table_html(rows) + message_html(
+        from explorer.app import numbers
+
+        return numbers.table_html(rows, missing_reasons=SUMMARY_MISSING, digits=4) + message_html(
             "Loss scale: Keras' LossScaleOptimizer (dynamic). Histograms: log2 |g| "
             f"of all gradient elements vs each format's range ({where}; the emulated fp8 run records none).",
             "info",

@@ -128,11 +128,13 @@ class KernelGrid:
         """The hover text of a cell: op, column, status (declared or ran), explanation and the first
         line of the error (plain text: the caller escapes it)."""
         column = self.columns[j]
-        head = f"{self.ops[i]} · {column.dtype} · {column.backend} {column.panel_label}"
+        label = column.panel_label
+        where = label if label.startswith(f"{column.backend} ") else f"{column.backend} {label}"
+        head = f"{self.ops[i]} · {column.dtype} · {where}"
         status = self.status(i, j)
         if status is None:
             return f"{head}: not asked for"
-        how = "declared by the registry, not run here" if column.declared else "ran here"
+        how = f"declared by {declared_by(column.backend)}, not run here" if column.declared else "ran here"
         lines = [f"{head}: {status} ({how})"]
         for r in self.cells[i][j][:3]:
             if r.get("explanation"):
@@ -153,6 +155,15 @@ class KernelGrid:
         """The statuses shown, in ``STATUSES`` order (for a legend)."""
         seen = {s for line in self.statuses() for s in line if s is not None}
         return [s for s in STATUSES if s in seen] + sorted(seen - set(STATUS_COLORS))
+
+
+def declared_by(backend: str) -> str:
+    """What declares a cell of ``backend`` without running it.
+
+    >>> declared_by("tensorflow"), declared_by("torch")
+    ("TensorFlow's kernel registry", "PyTorch's OpInfo test database")
+    """
+    return "PyTorch's OpInfo test database" if backend == "torch" else "TensorFlow's kernel registry"
 
 
 def _panel_label(backend: str, device: str, mode: str, several_backends: bool) -> str:

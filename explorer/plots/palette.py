@@ -169,6 +169,34 @@ def policy_color(policy: str) -> str:
     return POLICY_COLORS.get(policy, UNKNOWN_COLOR)
 
 
+#: line style per policy, so that identical curves stay visible: float32, the reference, is drawn
+#: dashed on top; the two float16 policies (both blues) differ in style as well
+POLICY_LINESTYLES: dict[str, str | tuple[int, tuple[int, ...]]] = {
+    "float32": "--",
+    "mixed_float16": "-",
+    "mixed_float16_no_scaling": ":",
+    "mixed_bfloat16": "-",
+    "float16": "-.",
+    "bfloat16": "-.",
+    "fp8_emulated": (0, (5, 1, 1, 1)),
+}
+
+
+def policy_style(policy: str) -> dict[str, object]:
+    """Colour, line style, width and drawing order of a policy's lines: float32 on top.
+
+    >>> policy_style("float32")["linestyle"], policy_style("float32")["zorder"]
+    ('--', 3)
+    """
+    top = policy == "float32"
+    return {
+        "color": policy_color(policy),
+        "linestyle": POLICY_LINESTYLES.get(policy, "-"),
+        "linewidth": 2.0 if top else 1.5,
+        "zorder": 3 if top else 2,
+    }
+
+
 def format_color(name: str) -> str:
     """The colour of a format (:data:`explorer.formats.FORMAT_NAMES`)."""
     return FORMAT_COLORS.get(name, UNKNOWN_COLOR)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from explorer.formats import resolve
-from explorer.plots.palette import HIGHLIGHT, INK, MUTED_TEXT, format_color, policy_color
+from explorer.plots.palette import HIGHLIGHT, INK, MUTED_TEXT, format_color, policy_color, policy_style
 
 #: formats drawn under gradient histograms by default
 HISTOGRAM_FORMATS: tuple[str, ...] = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
@@ -61,7 +61,7 @@ def plot_curves(results: Any, metric: str = "loss", ax: Any = None) -> Any:
         xs = [e.epoch + 1 for e in r.epochs if hasattr(e, metric)]
         ys = [getattr(e, metric) for e in r.epochs if hasattr(e, metric)]
         if xs:
-            ax.plot(xs, ys, marker="o", markersize=3, label=_label(r), color=policy_color(_label(r)))
+            ax.plot(xs, ys, marker="o", markersize=3, label=_label(r), **policy_style(_label(r)))
     ax.set_xlabel("epoch")
     ax.set_ylabel(metric.replace("_", " "))
     if metric.endswith("loss"):
@@ -81,7 +81,7 @@ def plot_loss_scale(results: Any, ax: Any = None) -> Any:
             pts = [(e.epoch, e.loss_scale) for e in r.epochs if getattr(e, "loss_scale", None) is not None]
         if pts:
             xs, ys = zip(*pts, strict=True)
-            ax.step(xs, ys, where="post", label=_label(r), color=policy_color(_label(r)))
+            ax.step(xs, ys, where="post", label=_label(r), **policy_style(_label(r)))
             skipped = [s.step for s in getattr(r, "steps", []) if s.skipped]
             if skipped:
                 by_step = dict(pts)
@@ -113,14 +113,14 @@ def plot_grad_zero_fraction(results: Any, ax: Any = None, kind: str = "zero") ->
                 [s.step for s in steps],
                 [getattr(s, attr) for s in steps],
                 label=_label(r),
-                color=policy_color(_label(r)),
+                **policy_style(_label(r)),
             )
         elif steps and hasattr(steps[0], "grad_underflow_fraction"):
             ax.plot(
                 [s.step for s in steps],
                 [s.grad_underflow_fraction for s in steps],
                 label=_label(r),
-                color=policy_color(_label(r)),
+                **policy_style(_label(r)),
             )
     ax.set_xlabel("step")
     ax.set_ylabel(f"fraction of gradient elements {kind}")

@@ -217,3 +217,40 @@ def candidates(
     elif backend in ("emulated", "torch") and the_op.numpy is not None:
         out.append((f"emulate {dtype}: compute in float64, round with ml_dtypes", emulated_code(op, dtype)))
     return out
+
+
+_INPUT_LINE = re.compile(
+    r"^(?P<name>\w+) = (?:tf\.constant|np\.array|jnp\.asarray|torch\.tensor)\((?P<body>.*)\)$"
+)
+_DTYPE_IN = re.compile(r"dtype=(?:tf|np|jnp|torch|ml_dtypes)\.(\w+)")
+
+
+def lesson_code(code: str) -> str:
+    """A workaround's code for a lesson: each literal input tensor (the example data the probe
+    ran) becomes a comment naming the input, so what is left is the fix itself.
+
+    >>> print(lesson_code(tensorflow_code("cholesky", "bfloat16", compute="float32")))
+    import tensorflow as tf
+    <BLANKLINE>
+    # a: your bfloat16 tensor
+    <BLANKLINE>
+    # compute in float32, then cast the result to bfloat16
+    with tf.device("/CPU:0"):
+        result = tf.cast(tf.linalg.cholesky(tf.cast(a, tf.float32)), tf.bfloat16)
+    <BLANKLINE>
+    """
+    lines = []
+    for line in code.splitlines():
+        match = _INPUT_LINE.match(line)
+        if match is None:
+            lines.append(line)
+            continue
+        dtype = _DTYPE_IN.search(match["body"])
+        lines.append(f"# {match['name']}: your {dtype.group(1) if dtype else 'input'} tensor")
+    text = "\n".join(lines)
+    for module, alias in (("numpy", "np"), ("ml_dtypes", "ml_dtypes")):
+        statement = f"import {module}" + (f" as {alias}" if alias != module else "")
+        body = text.replace(statement, "")
+        if statement in text and not re.search(rf"\b{alias}\.", body):
+            text = "\n".join(line for line in text.splitlines() if line != statement)
+    return text.strip("\n") + "\n"

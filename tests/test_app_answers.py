@@ -1,0 +1,469 @@
+"""The app for a newcomer, headless (issue 28): each tab first answers the selection in one
+sentence, checked against independent readings (the shipped registry files read here, NumPy
+runs, ml_dtypes); the jargon is linked to a glossary; implementation notes stay in the
+Environment tab; the wordings the issue found wrong are gone."""
+
+from __future__ import annotations
+
+import html
+import importlib.metadata
+import re
+import sys
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from tests.support import shipped_registries as shipped
+
+#: the terms issue 28 lists, each to be explained in the glossary (typed from the issue)
+ISSUE_TERMS = (
+    "registry",
+    "eager",
+    "XLA",
+    "compile",
+    "declared",
+    "fallback",
+    "XLA_CPU_JIT",
+    "unsupported_dtype",
+    "fnuz",
+    "e8m0fnu",
+    "tf32",
+    "emulated",
+)
+
+
+@pytest.fixture(scope="module")
+def app() -> Any:
+    import explorer
+
+    return explorer.App(load_tensorflow=False, op="range", dtypes=["float16"], backends=["numpy", "emulated"])
+
+
+@pytest.fixture(autouse=True)
+def _selection_restored(app: Any) -> Any:
+    """Each test starts from the same backends and mode (no TensorFlow sweep is ever started:
+    tensorflow is selected only on the Kernels tab, which reads the registry)."""
+    yield
+    app.state.set(backends=["numpy", "emulated"], mode="registry", device="CPU")
+
+
+def text_of(markup: str) -> str:
+    """The text a browser shows for ``markup`` (tags dropped, entities decoded)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
+def answers_of(tab: Any) -> list[str]:
+    return [text_of(p) for p in re.findall(r"<p class='px-answer-sentence'>(.*?)</p>", tab.answer.value)]
+
+
+# ------------------------------------------------------------------------------- oracles
+
+
+def releases() -> list[str]:
+    return [entry["release"] for entry in shipped.index()["releases"]]
+
+
+def history(raw_op: str, attr: str, dtype: str, device: str) -> list[tuple[str, str]]:
+    """Each shipped release's status, read from its JSON file here."""
+    return [(r, shipped.expected_status(shipped.raw(r), raw_op, attr, dtype, device)) for r in releases()]
+
+
+def installed_tensorflow() -> str:
+    return importlib.metadata.version("tensorflow")
+
+
+# ------------------------------------------------------------------------------- (1) answers
+
+
+@pytest.mark.parametrize(
+    ("op", "raw_op", "attr", "dtype", "device"),
+    [
+        ("range", "Range", "Tidx", "float16", "CPU"),
+        ("qr", "Qr", "T", "float16", "CPU"),
+        ("qr", "Qr", "T", "bfloat16", "GPU"),
+        ("cholesky", "Cholesky", "T", "bfloat16", "CPU"),
+    ],
+)
+def test_kernels_answer_says_yes_or_no_since_when_and_the_workaround(
+    app: Any, op: str, raw_op: str, attr: str, dtype: str, device: str
+) -> None:
+    version = installed_tensorflow()
+    if version not in releases():
+        pytest.skip(f"the installed TensorFlow {version} has no shipped registry to read here")
+    tab = app.select("kernels")
+    app.state.set(op=op, dtypes=[dtype], device=device, mode="registry", backends=["tensorflow"])
+    # mode registry shows CPU and GPU side by side: a sentence for each
+    (sentence,) = [s for s in answers_of(tab) if f" {dtype} {device} kernel" in s]
+    statuses = history(raw_op, attr, dtype, device)
+    now = dict(statuses)[version]
+    assert sentence.startswith("Yes: " if now == "ok" else "No: "), sentence
+    assert f"TensorFlow {version}" in sentence and raw_op in sentence and f"{dtype} {device}" in sentence
+    if now == "ok":
+        ok_since = len(statuses)
+        while ok_since > 0 and statuses[ok_since - 1][1] == "ok":
+            ok_since -= 1
+        if ok_since > 0:
+            assert f"since {statuses[ok_since][0]}; on {statuses[ok_since - 1][0]} and earlier" in sentence
+    elif all(status != "ok" for _, status in statuses):
+        assert f"any of the {len(statuses)} shipped releases" in sentence, sentence
+    wide_ok = shipped.expected_status(shipped.raw(version), raw_op, attr, "float32", device) == "ok"
+    if now != "ok" or "earlier" in sentence:
+        assert ("then tf.cast to " + dtype in sentence) == wide_ok, sentence
+    # the answer comes first in the tab, above the intro and the heatmap
+    assert tab.widget.children[0] is tab.answer
+
+
+def test_kernels_answer_follows_the_selection_and_never_lingers(app: Any) -> None:
+    tab = app.select("kernels")
+    app.state.set(op="range", dtypes=["float16", "bfloat16"], mode="registry", backends=["tensorflow"])
+    first = answers_of(tab)
+    said = [tuple(s.split(" kernel")[0].split()[-2:]) for s in first]
+    assert said == [("float16", "CPU"), ("float16", "GPU"), ("bfloat16", "CPU"), ("bfloat16", "GPU")]
+    app.state.set(op="cholesky")
+    assert all("Cholesky" in s and "Range" not in s for s in answers_of(tab))
+    app.state.set(mode="eager")  # nothing probed here: the answer says it is the registry's
+    assert all("not been run on this machine" in s for s in answers_of(tab)), answers_of(tab)
+    assert len(answers_of(tab)) == 2  # the selected device only
+
+
+def test_ranges_answer_names_the_first_overflowing_input(app: Any) -> None:
+    app.state.set(op="exp", dtypes=["float16"], backends=["emulated"])
+    (sentence,) = answers_of(app.select("ranges"))
+    x = ml_dtypes.finfo(np.float16)
+    values = np.arange(0, 0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64)  # +0 .. max
+    threshold = float(x.max) + 2.0 ** (int(x.maxexp) - 1 - int(x.nmant) - 1)  # max + ulp/2: rounds to inf
+    with np.errstate(over="ignore"):
+        first = values[np.exp(values) >= threshold].min()
+    assert sentence.startswith("exp in float16 (emulated): overflows for x >= " + repr(float(first)) + ";")
+
+
+def test_accuracy_answer_counts_the_inputs_numpy_does_not_round_correctly(app: Any) -> None:
+    app.state.set(op="exp", dtypes=["float16"], backends=["numpy", "emulated"])
+    (sentence,) = answers_of(app.select("accuracy"))
+    bits = np.arange(0, 0x10000, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    x = bits[np.isfinite(bits)]
+    with np.errstate(all="ignore"):
+        got = np.exp(x)
+        exact = np.exp(x.astype(np.float64)).astype(np.float16)  # transcendental: no double-rounding ties
+    wrong = int(np.sum(got != exact))
+    assert f"numpy is at most 1 representable value off ({wrong:,} not correctly rounded)" in sentence
+    assert f"({len(x):,})" in sentence or f"({len(x) - 1:,})" in sentence  # -0 and +0 may count once
+
+
+def test_bits_table_and_sentence_write_an_exact_value_alike(app: Any) -> None:
+    assert float(ml_dtypes.bfloat16(0.1015625)) == 0.1015625  # representable: written in full
+    app.state.set(value="0.1015625", dtypes=["bfloat16"])
+    tab = app.select("bits")
+    (sentence,) = answers_of(tab)
+    assert "0.1015625 is exactly representable" in sentence
+    assert "<td>0.1015625</td>" in tab.details.value and "0.1016" not in text_of(tab.details.value)
+
+
+# ------------------------------------------------------------------------------- (7) notes, glossary
+
+
+def test_implementation_notes_are_in_the_environment_tab_only(app: Any) -> None:
+    assert app.banner.value == ""  # nothing is loading or failed: the banner is empty
+    assert "TensorFlow is not imported" not in app.tabs["kernels"].intro_html.value
+    env = app.select("environment")
+    assert "How this app runs" in env.details.value
+    said = "TensorFlow is imported" if "tensorflow" in sys.modules else "sandboxed worker"
+    assert said in text_of(env.details.value)
+    assert "Kernels needs TensorFlow" not in env.details.value  # it reads the shipped registry
+
+
+def test_glossary_explains_every_term_of_the_issue_and_each_use_links_to_it(app: Any) -> None:
+    glossary = app.glossary.value
+    ids = set(re.findall(r"<dt id='([^']+)'", glossary))
+    for term in ISSUE_TERMS:
+        assert re.search(rf"<dt id='[^']+' tabindex='-1'>{re.escape(term)}</dt><dd>\w", glossary), term
+    links = []
+    for key in app.tabs:
+        tab = app.select(key)
+        links += re.findall(r"<a class='px-term' href='#([^']+)'>([^<]+)</a>", tab.intro_html.value)
+        links += re.findall(r"<a class='px-term' href='#([^']+)'>([^<]+)</a>", tab.answer.value)
+    assert links and {target for target, _ in links} <= ids, links
+    # the Kernels intro says registry, declared and probed; each links to its entry
+    intro = app.tabs["kernels"].intro_html.value
+    for word in ("registry", "probed"):
+        assert re.search(rf"<a class='px-term' href='#[^']+'>{word}</a>", intro), intro
+
+
+# ------------------------------------------------------------------------------- (13) wordings
+
+
+def test_wordings_the_issue_found_wrong() -> None:
+    import pandas as pd
+
+    from explorer.analysis.explain import explain
+    from explorer.plots.kernel_grid import kernel_grid
+
+    emulated = {"backend": "emulated", "op": "range", "dtype": "float16", "device": "CPU"}
+    said = explain({**emulated, "mode": "eager", "status": "ok", "raw_op": ""}, None)
+    assert "natively" not in said and "emulated" in said
+    cell = {"op": "exp", "raw_op": "Exp", "dtype": "float16", "device": "GPU", "mode": "registry"}
+    said_nothing = {"status": "ok", "explanation": "", "error": ""}
+    rows = pd.DataFrame([{"backend": b, **cell, **said_nothing} for b in ("tensorflow", "torch")])
+    grid = kernel_grid(rows)
+    tips = [grid.summary(0, j) for j in range(grid.shape[1])]
+    assert not any("tensorflow tensorflow" in t or "torch torch" in t for t in tips), tips
+    assert any("PyTorch's OpInfo" in t for t in tips)
+    assert not any("torch" in t and "kernel registry" in t for t in tips)
+
+
+def test_one_backend_is_not_said_to_agree_with_none(app: Any) -> None:
+    app.state.set(op="exp", dtypes=["float16"], backends=["emulated"])
+    details = text_of(app.select("ranges").details.value)
+    assert "0 inputs where backends disagree" not in details
+    assert "Only emulated ran" in details
+
+
+def test_gpu_note_does_not_call_opinfo_a_registry(app: Any) -> None:
+    app.select("kernels")
+    app.state.set(op="exp", dtypes=["float16"], mode="registry", backends=["tensorflow"])
+    status = text_of(app.select("kernels").status.value)
+    if "GPU cells are declared" not in status:
+        pytest.skip("this machine has a GPU: no note")
+    assert "PyTorch has no kernel registry" in status
+    assert "registry (TensorFlow's kernel registry, PyTorch's OpInfo)" not in status
+
+
+# ------------------------------------------------------------------------------- (4) controls that act
+
+
+def test_device_control_shows_only_where_it_changes_the_view(app: Any) -> None:
+    tab = app.select("kernels")
+    app.state.set(op="range", dtypes=["float16"], backends=["tensorflow"], mode="registry")
+    columns = {c.device for c in tab.heatmap.grid.columns}
+    assert {"CPU", "GPU"} <= columns  # the registry view shows both devices side by side...
+    assert "device" not in app.controls.visible_fields()  # ...so a Device control would do nothing
+    app.state.set(mode="eager")
+    assert "device" in app.controls.visible_fields()
+
+
+def test_backends_filter_the_registry_view(app: Any) -> None:
+    tab = app.select("kernels")
+    app.state.set(op="exp", dtypes=["float16"], mode="registry", backends=["numpy"])
+    assert tab.plot.outputs == () and tab.details.value == ""  # no earlier heatmap lingers
+    assert "select the tensorflow or torch backend" in text_of(tab.status.value)
+    app.state.set(backends=["tensorflow", "numpy"])
+    assert {c.backend for c in tab.heatmap.grid.columns} == {"tensorflow"}
+    assert "numpy declares nothing: pick mode eager to run it." in text_of(tab.status.value)
+    from explorer.backends import get_backend
+
+    if get_backend("torch").is_installed():
+        app.state.set(backends=["torch"])
+        assert {c.backend for c in tab.heatmap.grid.columns} == {"torch"}
+
+
+def test_probe_now_says_that_it_changed_the_mode(app: Any) -> None:
+    from explorer.app.jobs import Job
+
+    tab = app.select("kernels")
+    app.state.set(op="range", dtypes=["float16"], mode="registry", backends=["tensorflow"])
+    job = Job("probing", lambda ctx: None).start()
+    job.wait(5)
+    tab._probe_done(job)  # what a finished "Probe now" calls
+    assert app.state.mode == "eager" and app.controls.mode.value == "eager"
+    assert "Mode changed from registry to eager" in text_of(tab.status.value)
+
+
+# ------------------------------------------------------------------------------- (6) no stale results
+
+
+def test_a_slow_render_never_shows_the_earlier_selections_result(app: Any, monkeypatch: Any) -> None:
+    import threading
+    import time
+
+    import explorer.app.ranges_tab as ranges_tab
+
+    app.state.set(op="exp", dtypes=["float16"], backends=["emulated"])
+    tab = app.select("ranges")
+    earlier = tab.plot.outputs
+    assert earlier and "px-msg-error" not in tab.status.value
+    slow = ranges_tab.cached_sweep
+
+    def slower(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(1.5)  # a sweep that takes a while
+        return slow(*args, **kwargs)
+
+    monkeypatch.setattr(ranges_tab, "cached_sweep", slower)
+    seen: list[tuple[Any, str]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.append((tab.plot.outputs, tab.status.value))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        app.state.set(op="tanh")  # renders now, in this thread
+    finally:
+        stop.set()
+        watcher.join()
+    after_note = [plot for plot, status in seen if "Computing tanh in float16" in status]
+    assert after_note, [status for _, status in seen][-3:]
+    assert all(plot != earlier for plot in after_note)  # exp's plot gone while tanh computes
+    assert "Computing" not in tab.status.value and tab.plot.outputs != earlier
+    assert answers_of(tab)[0].startswith("tanh in float16")
+
+
+def test_nothing_to_show_clears_the_earlier_selections_heatmap(app: Any) -> None:
+    tab = app.select("kernels")
+    app.state.set(op="MatrixInverse", dtypes=["float16"], backends=["tensorflow"], mode="registry")
+    assert tab.plot.outputs and tab.details.value
+    app.state.set(mode="eager")  # a raw op: nothing to probe, nothing shown
+    assert "raw TensorFlow op" in tab.status.value
+    assert tab.plot.outputs == () and tab.details.value == "" and tab.answer.value != ""
+    app.state.set(op="range")
+
+
+def test_a_finished_probe_is_not_reported_beside_another_selection(app: Any) -> None:
+    from explorer.app.jobs import Job
+
+    tab = app.select("kernels")
+    app.state.set(op="range", dtypes=["float16"], backends=["tensorflow"], mode="registry")
+    tab.prober.probed_for = tab.prober.selection()
+    job = tab.panel.attach(Job("probing", lambda ctx: None))
+    job.start().wait(5)
+    assert "probing: done" in tab.panel.label.value
+    app.state.set(op="exp")
+    assert tab.panel.label.value == "" and tab.panel.progress.value == 0.0
+
+
+# ------------------------------------------------------------------------------- (8) Find op
+
+
+def test_find_op_never_traps_the_op_list(app: Any) -> None:
+    from explorer.ops import catalog
+
+    c = app.controls
+    app.select("kernels")  # the registry's raw ops are offered once the Kernels tab is built
+    c.op_search.value = "anh"  # ambiguous (tanh, atanh, ...): the list narrows to the matches
+    narrowed = [v for _, v in c.op.options]
+    assert "tanh" in narrowed and len(narrowed) < len(catalog())
+    assert not any(name.startswith("_") for name in narrowed), narrowed  # no _MklTanhGrad
+    c.op.value = "atanh" if "atanh" in narrowed else narrowed[-1]  # picked in the list: every op again
+    assert app.state.op == c.op.value
+    assert set(catalog()) <= {v for _, v in c.op.options}
+    c.op_search.value = "tanh"  # an exact name: selected, and the list is not left narrowed
+    assert app.state.op == "tanh"
+    assert set(catalog()) <= {v for _, v in c.op.options}
+    assert "selected: tanh" in c.message.value
+    app.select("training")  # a tab with no Op control: the search's words do not linger
+    assert c.message.value == ""
+    c.op_search.value = ""
+
+
+# ------------------------------------------------------------------------------- (11) lesson code
+
+
+def test_explain_code_is_short_monospace_and_names_the_inputs() -> None:
+    from explorer.app.explain_tab import result_html
+    from explorer.app.style import CSS
+    from explorer.queries.diagnose import diagnose
+    from tests.test_explain import TORCH_TEXTS
+
+    texts = [text for _, text, _, op, _, _ in TORCH_TEXTS if op is not None]
+    shown = 0
+    for text in texts:
+        result = diagnose(text, run_workaround=False)
+        code = result["workaround"]["code"]
+        if not code:
+            continue
+        markup = result_html(result)
+        short = html.unescape(re.search(r"<pre class='px-explain-code px-code'>(.*?)</pre>", markup, re.S)[1])
+        assert "torch.tensor(" not in short and len(short) < 600, short  # no literal tensors
+        names = re.findall(r"^(\w+) = torch\.tensor\(", code, flags=re.M)  # the inputs the code makes
+        assert all(f"# {name}: your " in short for name in names), short
+        assert html.escape(code) in markup  # the runnable whole, folded below it
+        facts = text_of(re.search(r"<tr><th[^>]*>installed</th>.*?</tr>", markup, re.S)[0])
+        assert not facts.rstrip().endswith(":"), facts
+        shown += 1
+    assert shown
+    assert re.search(r"\.px-app pre, \.px-app code, \.px-app \.px-code \{\s*font-family:[^}]*monospace", CSS)
+
+
+# ------------------------------------------------------------------------------- (10) training output
+
+
+def test_identical_training_curves_leave_float32_visible_and_the_float16_policies_apart() -> None:
+    from types import SimpleNamespace
+
+    from explorer.app.training_tab import LiveRun
+    from explorer.plots.training import plot_curves
+
+    epochs = [SimpleNamespace(epoch=e, loss=1.0 / (e + 1)) for e in range(3)]  # the same for every run
+    policies = ("mixed_float16", "mixed_float16_no_scaling", "float32")
+    ax = plot_curves([LiveRun(p, list(epochs)) for p in policies], "loss")
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    f32 = lines["float32"]
+    assert f32.get_zorder() > max(lines[p].get_zorder() for p in policies[:2])  # drawn on top...
+    assert f32.get_linestyle() != "-"  # ...and broken, so the curves under it show through
+    assert lines["mixed_float16"].get_linestyle() != lines["mixed_float16_no_scaling"].get_linestyle()
+
+
+def test_training_results_table_has_readable_numbers_and_no_none(app: Any) -> None:
+    from types import SimpleNamespace
+
+    from explorer.app.training_tab import LiveRun
+
+    tab = app.tabs["training"]
+    last = SimpleNamespace(epoch=0, loss=0.30324396084655414, val_accuracy=0.9, loss_scale=None)
+    markup = tab._summary_table([LiveRun("float32", [last])], {}, None)
+    shown = text_of(markup)
+    assert "0.3032" in shown and "0.30324396084655414" not in shown and "None" not in shown
+    assert "0.30324396084655414" in markup  # the exact value stays, as hover text
+
+
+# ------------------------------------------------------------------------------- (12) focus
+
+
+def test_keyboard_focus_has_a_ring_that_meets_wcag_contrast() -> None:
+    from explorer.app.style import CSS, contrast_ratio
+
+    rules = re.findall(r"([^{}]*:focus-visible[^{}]*)\{([^}]*)\}", CSS)
+    (rule,) = [r for r in rules if ".jupyter-button:focus-visible" in r[0]]
+    for target in ("jupyter-button", "widget-toggle-button", "select", "lm-TabBar-tab"):
+        assert target in rule[0], target
+    width, colour = re.search(r"outline:\s*(\d+)px solid (#[0-9a-f]{6})", rule[1]).groups()
+    assert int(width) >= 2  # WCAG 2.2 focus appearance: at least 2 px
+    assert contrast_ratio(colour, "#ffffff") >= 3.0  # against the page around it
+
+
+# ------------------------------------------------------------------------------- (3) details beside
+
+
+def test_a_clicked_cell_is_told_beside_the_heatmap_and_the_table_follows_it(app: Any) -> None:
+    tab = app.select("kernels")
+    app.state.set(op="range", dtypes=["float16"], backends=["tensorflow"], mode="registry")
+    grid = tab.heatmap.grid
+    above = tab.history_box.value
+    i = next(k for k, op in enumerate(grid.ops) if op != "range")
+    j = [c.device for c in grid.columns].index("CPU")
+    tab.heatmap.cells._handle_custom_msgs(
+        None, {"event": "element_click", "data": {"rowNum": i, "columnNum": j}}
+    )
+    assert f"{grid.ops[i]} · float16 · " in tab.cell_details.value
+    assert tab.history_box.value == above  # nothing inserted above the heatmap
+    (main,) = [w for w in tab.widget.children if "px-kernels-main" in w._dom_classes]
+    assert list(main.children) == [tab.plot, tab.cell_details]  # side by side (wrapping when narrow)
+    assert f"<h4>{grid.ops[i]}: every cell explained</h4>" in tab.details.value
+
+
+# ------------------------------------------------------------------------------- (5) narrow tables
+
+
+def test_ranges_thresholds_show_few_columns_and_fold_the_rest(app: Any) -> None:
+    app.state.set(op="exp", dtypes=["float16"], backends=["numpy", "emulated"])
+    markup = app.select("ranges").details.value
+    before, folded = markup.split("<details class='px-more-columns'>", 1)
+    main_heads = re.findall(r"<th>([^<]*)</th>", before.rsplit("<table", 1)[1])
+    more_heads = re.findall(r"<th>([^<]*)</th>", folded.split("</details>")[0])
+    assert len(main_heads) <= 5 and {"backend", "kind", "first positive"} <= set(main_heads), main_heads
+    assert "rule (bounds included)" in more_heads and "last positive" in more_heads
+    assert "x &gt;= 11.09375" in folded  # the exact rule, one click away
