@@ -190,7 +190,7 @@ class ModelTab(Tab):
         self._source_changed()
 
     @property
-    def selection(self) -> tuple[str, str]:
+    def picked(self) -> tuple[str, str]:
         """(source, framework) of the model picked."""
         if self.source.value == USER_MODEL:
             return USER_MODEL, ""
@@ -199,7 +199,7 @@ class ModelTab(Tab):
     @property
     def result(self) -> ModelCheck | None:
         """The check of the model picked, once made."""
-        return self.checks.get(self.selection)
+        return self.checks.get(self.picked)
 
     def _source_changed(self, _: object = None) -> None:
         self.framework.disabled = self.source.value == USER_MODEL
@@ -214,7 +214,7 @@ class ModelTab(Tab):
         from explorer.queries.model_check import check_model
         from explorer.queries.model_view import check_builtin
 
-        key = self.selection
+        key = self.picked
         source, framework = key
         if source == USER_MODEL:
             assert self.ctx.user_model is not None  # the source is offered only then
@@ -260,7 +260,7 @@ class ModelTab(Tab):
         from explorer.plots.model import plot_layer_maxima
         from explorer.queries.model_view import first_problem_text, layer_maxima
 
-        key = self.selection
+        key = self.picked
         check = self.checks.get(key)
         if self.job is not None and self.job.running:
             self.show_message(self.working.value, "loading")
