@@ -10,10 +10,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from explorer.formats import all_formats, from_ordinals, ordinals, resolve
+from explorer.formats import FORMAT_NAMES, all_formats, from_ordinals, ordinals, resolve
 from explorer.ops import Op, uniform
 from explorer.queries import ranges as R
 from tests.support import oracles
+from tests.support.require import require
 
 ALL16 = np.arange(1 << 16, dtype=np.uint16)
 
@@ -68,6 +69,8 @@ def test_number_line_boundaries_match_the_casts(fmt) -> None:  # type: ignore[no
 @pytest.mark.parametrize("name", list(oracles.SPECS))
 def test_number_line_bounds_are_exact_and_say_whether_they_are_included(name: str) -> None:
     """The bounds against the spec table and the oracle's integer rounding (tests/support/oracles.py)."""
+    if name not in FORMAT_NAMES:  # float8_e5m3fnu needs ml_dtypes 0.7 (CI installs the newest)
+        require(False, f"{name} is not in the installed ml_dtypes {ml_dtypes.__version__}")
     spec, t = oracles.SPECS[name], oracles.target(name)
     line = R.number_line(name)
     top = oracles.max_value(spec)

@@ -21,7 +21,9 @@ JSON_RESULT = (
     "here)}, max_abs, "
     "max_grad, stats, headroom_bits: {format: bits}, verdict: {format: fits|overflows|underflows|"
     "loses_gradients}}], results: [{policy, device, ran, error, failing_op, first_nonfinite, zero_grad, "
-    "zero_grad_scaled, loss_scale, first_release, sentence, problem}], summary: [sentence], "
+    "zero_grad_scaled, loss_scale, first_release, sentence, problem, step_time: {median, q1, q3, minimum, "
+    "maximum, count, calls_per_sample, total} (seconds; with --time-steps, CPU rows) or null, "
+    "step_ratio_to_float32}], summary: [sentence], "
     "first_problem: {kind, policy, device, index, layer, raw_op, detail, observed, workaround, tried} "
     "or null, notes, block_formats: [name], weight_block_errors: {layer: {block format: RMS relative "
     "error of the layer's weights}}}"
@@ -58,6 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Keras: float32, mixed_float16, mixed_bfloat16, float16, bfloat16; PyTorch: float32, float16, "
         "bfloat16, autocast_float16, autocast_bfloat16; repeat for several; default: float32 and the "
         "framework's two mixed policies",
+    )
+    parser.add_argument(
+        "--time-steps",
+        action="store_true",
+        help="also time a plain training step (forward and backward) per policy here on the CPU: warm-up, "
+        "repeated samples, median, spread and ratio to float32 (about 0.2 s per policy more)",
     )
     add_device_argument(parser, default="CPU and GPU (GPU: declared kernels only without one)")
     add_dtype_argument(parser, default="float16, bfloat16, float8_e4m3fn, float8_e5m2 (formats judged)")
@@ -146,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         devices=unique(args.device) or None,
         formats=unique(args.dtype) or None,
         block_formats=unique(args.block_format) or None,
+        time_steps=args.time_steps,
     )
     status = 0 if check.ok else 1
     if args.json:

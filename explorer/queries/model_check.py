@@ -13,7 +13,7 @@ after it was run: the overflowing layer kept in float32, loss scaling.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from explorer.analysis.model_summary import (
     policy_sentence,
 )
 from explorer.analysis.model_trace import MergedOp, PolicyRun, merge_traces
+from explorer.analysis.speed import TimingSummary
 
 #: the default policies per framework (the first is the float32 baseline every check runs)
 DEFAULT_POLICIES: dict[str, tuple[str, ...]] = {
@@ -134,6 +135,12 @@ class PolicyResult:
     first_release: str | None
     sentence: str
     problem: Problem | None
+    #: the measured training step (forward and backward) under this policy here, when the check
+    #: was asked to time it (``time_steps=True``; None otherwise, on other devices, or when the
+    #: step did not run)
+    step_time: TimingSummary | None = None
+    #: the step's median over float32's (None without both)
+    step_ratio_to_float32: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data."""
@@ -150,6 +157,8 @@ class PolicyResult:
             "first_release": self.first_release,
             "sentence": self.sentence,
             "problem": None if self.problem is None else self.problem.to_dict(),
+            "step_time": None if self.step_time is None else self.step_time.to_dict(),
+            "step_ratio_to_float32": self.step_ratio_to_float32,
         }
 
 
@@ -265,6 +274,8 @@ def check_model(
     formats: Sequence[str] | None = None,
     params: Any = None,
     block_formats: Sequence[str] | None = None,
+    time_steps: bool = False,
+    step_clock: Callable[[], float] | None = None,
 ) -> ModelCheck:
     """Check ``model`` (a Keras 3 model, a ``torch.nn.Module``, or a JAX function called as
     ``model(params, *inputs)``) on ``example_inputs`` (an array or tensor, or a tuple of them).
@@ -277,6 +288,12 @@ def check_model(
     (:data:`explorer.blocks.BLOCK_FORMAT_NAMES`): each layer's weights are quantized to each,
     and the RMS relative error kept (:func:`explorer.analysis.block_view.layer_block_errors`);
     so is each op's float32 activation (``stats.block_rel_rms``).
+
+    ``time_steps``: also time a plain training step (forward and backward, no instrumentation)
+    under each policy that ran, here on the CPU (:mod:`explorer.runtime.model_step`: warm-up,
+    repeated interleaved samples, median and spread), with its ratio to float32's; it costs
+    about 0.2 s per policy beyond the steps' compilation.  ``step_clock``: the clock the steps
+    are timed with (seconds; ``time.perf_counter`` by default).
 
     >>> import numpy as np, jax.numpy as jnp
     >>> check = check_model(lambda p, x: jnp.tanh(x * p), np.ones(3, np.float32), params=np.float32(2.0),
@@ -338,6 +355,13 @@ def check_model(
             if tried:
                 workarounds[p] = tried
     notes = list(runner.NOT_OBSERVED)
+    if time_steps and "CPU" in wanted_devices:
+        from explorer.queries.model_step_time import with_step_times
+
+        results, step_notes = with_step_times(
+            results, runner, model, inputs, tuple(p for p in chosen if runs[p].ran), extra, step_clock
+        )
+        notes.extend(step_notes)
     if rewrites:
         from explorer.runtime import model_grappler
 
@@ -346,19 +370,8 @@ def check_model(
     if "GPU" in wanted_devices:
         notes.append("GPU: the declared kernels only; no GPU run on this machine")
     weights = runner.layer_weights(params if framework == "jax" else model) if blocks else {}
-    return ModelCheck(
-        framework,
-        version,
-        chosen,
-        wanted_devices,
-        fmts,
-        ops,
-        tuple(results),
-        tuple(notes),
-        workarounds,
-        blocks,
-        layer_block_errors(weights, blocks),
-    )
+    parts = (framework, version, chosen, wanted_devices, fmts, ops, tuple(results), tuple(notes))
+    return ModelCheck(*parts, workarounds, blocks, layer_block_errors(weights, blocks))
 
 
 def _model_op(

@@ -278,6 +278,31 @@ def run_policy(
     )
 
 
+def training_step(fn: Any, inputs: Sequence[np.ndarray], policy: str, params: Any = None) -> Any:
+    """A callable running one plain training step of ``fn(params, *inputs)`` under ``policy``
+    (``jax.jit`` of ``jax.grad`` of the loss in float32 with respect to the params and the
+    floating inputs; no optimizer update), returning when it is done
+    (``jax.block_until_ready``)."""
+    import jax
+    import jax.numpy as jnp
+
+    wrapped, param_dtype = _policy_fn(fn, policy)
+    stored = _cast_tree(params, param_dtype)
+    xs = [jnp.asarray(x) for x in inputs]
+    floating = [i for i, x in enumerate(xs) if jnp.issubdtype(x.dtype, jnp.floating)]
+
+    def loss(differentiable: Any) -> Any:
+        param_tree, float_xs = differentiable
+        args = list(xs)
+        for i, value in zip(floating, float_xs, strict=True):
+            args[i] = value
+        return _loss(jax.tree_util.tree_leaves(wrapped(param_tree, *args)))
+
+    gradient = jax.jit(jax.grad(loss))
+    differentiable = (stored, [xs[i] for i in floating])
+    return lambda: jax.block_until_ready(gradient(differentiable))
+
+
 __all__ = [
     "LOSS_SCALE",
     "NOT_OBSERVED",
@@ -286,4 +311,5 @@ __all__ = [
     "framework_version",
     "policy_dtypes",
     "run_policy",
+    "training_step",
 ]

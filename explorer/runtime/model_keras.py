@@ -268,6 +268,26 @@ def run_policy(
     )
 
 
+def training_step(model: Any, inputs: Sequence[np.ndarray], policy: str) -> Any:
+    """A callable running one plain training step of ``model`` under ``policy`` (a
+    ``tf.function``: forward pass, the loss in float32, ``GradientTape`` gradients of the
+    trainable variables and floating inputs; no optimizer update), returning when it is done."""
+    import tensorflow as tf
+
+    clone = policy_model(model, policy)
+    tensors = tuple(tf.constant(x) for x in inputs)
+
+    @tf.function
+    def step(xs: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch([t for t in xs if t.dtype.is_floating])
+            outputs = clone(*xs, training=False)
+            loss = tf.add_n([tf.reduce_mean(tf.square(tf.cast(t, tf.float32))) for t in _flat(outputs)])
+        return tape.gradient(loss, [*clone.trainable_variables, *[t for t in xs if t.dtype.is_floating]])
+
+    return lambda: step(tensors)
+
+
 def example_inputs_for(model: Any, seed: int = 0, batch: int = 4) -> list[np.ndarray]:
     """A seeded standard-normal float32 sample of the model's input shapes (unknown
     dimensions: ``batch``)."""
@@ -301,4 +321,5 @@ __all__ = [
     "policy_model",
     "run_policy",
     "trace",
+    "training_step",
 ]

@@ -327,6 +327,40 @@ def run_policy(
         module.zero_grad(set_to_none=True)
 
 
+def training_step(model: Any, inputs: Sequence[np.ndarray], policy: str) -> Any:
+    """A callable running one plain training step of a copy of ``model`` under ``policy`` (in
+    eval mode, as the check runs it: the forward pass, under ``torch.autocast`` for the autocast
+    policies, the loss in float32, ``backward`` to the parameters and floating inputs; no
+    optimizer update, no recording), returning when it is done."""
+    import torch
+
+    module = _prepare(model, policy, ())
+    if module is model:
+        module = copy.deepcopy(model)
+    module.eval()
+    dtype = _dtype(policy) if policy in ("float16", "bfloat16") else torch.float32
+    tensors = [
+        torch.tensor(x).to(dtype).requires_grad_() if np.issubdtype(x.dtype, np.floating) else torch.tensor(x)
+        for x in inputs
+    ]
+
+    def step() -> None:
+        module.zero_grad(set_to_none=True)
+        for t in tensors:
+            t.grad = None
+        autocast = (
+            torch.autocast("cpu", dtype=_dtype(_policy_dtype(policy)))
+            if policy.startswith("autocast_")
+            else contextlib.nullcontext()
+        )
+        with autocast:
+            out = module(*tensors)
+        losses = [torch.mean(torch.square(t.float())) for t in _flat_tensors(out) if t.is_floating_point()]
+        torch.stack(losses).sum().backward()
+
+    return step
+
+
 __all__ = [
     "LOSS_SCALE",
     "NOT_OBSERVED",
@@ -338,4 +372,5 @@ __all__ = [
     "layer_weights",
     "opinfo_candidates",
     "run_policy",
+    "training_step",
 ]
