@@ -54,6 +54,9 @@ class TensorStats:
     grad_below_normal: dict[str, float] = field(default_factory=dict)
     #: format -> fraction of nonzero gradients below the smallest subnormal
     grad_below_subnormal: dict[str, float] = field(default_factory=dict)
+    #: block format -> RMS relative error of the activation quantized to it along its last
+    #: axis (None: no nonzero value); only the block formats among ``formats``
+    block_rel_rms: dict[str, float | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
@@ -64,6 +67,7 @@ class TensorStats:
             "below_subnormal": dict(self.below_subnormal),
             "grad_below_normal": dict(self.grad_below_normal),
             "grad_below_subnormal": dict(self.grad_below_subnormal),
+            "block_rel_rms": dict(self.block_rel_rms),
         }
 
 
@@ -92,19 +96,27 @@ def _max_abs(values: np.ndarray) -> float:
 
 def tensor_stats(activation: Any, gradient: Any, formats: Iterable[str] = DEFAULT_FORMATS) -> TensorStats:
     """The :class:`TensorStats` of one activation and its gradient (None: no gradient).
+    Block format names among ``formats`` (:data:`explorer.blocks.BLOCK_FORMAT_NAMES`) give
+    :attr:`TensorStats.block_rel_rms` instead of the fractions.
 
     >>> s = tensor_stats([1e-9, 1.0, 0.0], [1e-9, 1e-3], ["float16"])
     >>> s.below_subnormal["float16"], s.grad_below_subnormal["float16"]
     (0.5, 0.5)
     """
-    formats = list(formats)
-    act = np.asarray(activation, dtype=np.float64).ravel()
+    from explorer.analysis.block_view import layer_block_errors
+    from explorer.blocks import BLOCK_FORMAT_NAMES
+
+    blocks = [f for f in formats if f in BLOCK_FORMAT_NAMES]
+    formats = [f for f in formats if f not in BLOCK_FORMAT_NAMES]
+    shaped = np.asarray(activation, dtype=np.float64)
+    act = shaped.ravel()
     normal, subnormal = _fractions(act, formats)
+    block_errors = layer_block_errors({"": [shaped]}, blocks)[""] if blocks else {}
     if gradient is None:
-        return TensorStats(_max_abs(act), None, normal, subnormal)
+        return TensorStats(_max_abs(act), None, normal, subnormal, block_rel_rms=block_errors)
     grad = np.asarray(gradient, dtype=np.float64).ravel()
     g_normal, g_subnormal = _fractions(grad, formats)
-    return TensorStats(_max_abs(act), _max_abs(grad), normal, subnormal, g_normal, g_subnormal)
+    return TensorStats(_max_abs(act), _max_abs(grad), normal, subnormal, g_normal, g_subnormal, block_errors)
 
 
 def headroom_bits(max_abs: float, fmt: Any) -> float:

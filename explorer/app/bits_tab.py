@@ -43,6 +43,11 @@ class BitsTab(Tab):
                 ]
             )
         ]
+        from explorer.app.block_widgets import BlockInspector
+
+        #: one block of a block format, element by element (its own controls)
+        self.block = BlockInspector()
+        self.widget.children = (*self.widget.children, self.block.widget)
 
     def _value_changed(self, change: dict[str, Any]) -> None:
         try:

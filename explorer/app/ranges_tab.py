@@ -41,6 +41,13 @@ class RangesTab(Tab):
         "bits), one panel per selected dtype."
     )
 
+    def build(self) -> None:
+        from explorer.app.block_widgets import BlockRangeView
+
+        #: a block format's range for a chosen block max (its own controls)
+        self.block_range = BlockRangeView()
+        self.widget.children = (*self.widget.children, self.block_range.widget)
+
     def on_tensorflow_loaded(self, app: Any) -> None:
         if "tensorflow" in self.state.backends:
             self.dirty = True

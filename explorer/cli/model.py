@@ -25,7 +25,8 @@ JSON_RESULT = (
     "maximum, count, calls_per_sample, total} (seconds; with --time-steps, CPU rows) or null, "
     "step_ratio_to_float32}], summary: [sentence], "
     "first_problem: {kind, policy, device, index, layer, raw_op, detail, observed, workaround, tried} "
-    "or null, notes}"
+    "or null, notes, block_formats: [name], weight_block_errors: {layer: {block format: RMS relative "
+    "error of the layer's weights}}}"
 )
 NOTES = (
     "--file loads a Keras model with Keras' own loader under safe_mode=True: a file with Lambda "
@@ -37,6 +38,7 @@ NOTES = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options (names checked by argparse)."""
     from explorer.cli import add_device_argument, add_dtype_argument, add_json_argument
+    from explorer.cli.blocks import block_format_name
     from explorer.runtime.model_builtin import BUILTINS, FRAMEWORKS
 
     source = parser.add_mutually_exclusive_group(required=True)
@@ -67,6 +69,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_device_argument(parser, default="CPU and GPU (GPU: declared kernels only without one)")
     add_dtype_argument(parser, default="float16, bfloat16, float8_e4m3fn, float8_e5m2 (formats judged)")
+    parser.add_argument(
+        "--block-format",
+        action="append",
+        type=block_format_name,
+        metavar="NAME",
+        help="a block format (mxfp8_e4m3, mxfp8_e5m2, mxfp6_e2m3, mxfp6_e3m2, mxfp4_e2m1, mxint8, "
+        "nvfp4) each layer's weights are quantized to (RMS relative error); repeat for several",
+    )
     add_json_argument(parser)
 
 
@@ -143,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         policies=unique(args.policy) or None,
         devices=unique(args.device) or None,
         formats=unique(args.dtype) or None,
+        block_formats=unique(args.block_format) or None,
         time_steps=args.time_steps,
     )
     status = 0 if check.ok else 1
@@ -186,6 +197,10 @@ def run(args: argparse.Namespace) -> int:
     if moved:
         grouped = ", ".join(f"{layer or '(model)'} {raw_op} x{n}" for (layer, raw_op), n in moved.items())
         print(safe_text(f"data movement ({sum(moved.values())} ops, grouped): {grouped}"))
+    if check.weight_block_errors:
+        print("weights quantized to each block format (RMS relative error):")
+        blocks = [{"layer": layer or "(model)", **errs} for layer, errs in check.weight_block_errors.items()]
+        print_table(blocks, ["layer", *check.block_formats])
     for note in check.notes:
         print(safe_text(f"note: {note}"))
     return status

@@ -179,6 +179,11 @@ class ModelCheck:
     notes: tuple[str, ...] = ()
     #: policy -> the workaround runs made for it (what, and what they gave)
     workarounds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: the block formats the layers' weights were quantized to (``block_formats=``)
+    block_formats: tuple[str, ...] = ()
+    #: layer -> block format -> RMS relative error of its weights quantized to it (None: no
+    #: nonzero weight); only layers that hold weights
+    weight_block_errors: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
     @property
     def summary(self) -> list[str]:
@@ -210,6 +215,8 @@ class ModelCheck:
             "first_problem": None if problem is None else problem.to_dict(),
             "notes": list(self.notes),
             "workarounds": self.workarounds,
+            "block_formats": list(self.block_formats),
+            "weight_block_errors": self.weight_block_errors,
         }
 
 
@@ -266,6 +273,7 @@ def check_model(
     devices: Sequence[str] | None = None,
     formats: Sequence[str] | None = None,
     params: Any = None,
+    block_formats: Sequence[str] | None = None,
     time_steps: bool = False,
     step_clock: Callable[[], float] | None = None,
 ) -> ModelCheck:
@@ -276,7 +284,10 @@ def check_model(
     ``mixed_float16``, ``mixed_bfloat16``, ``float16``, ``bfloat16``; PyTorch ``float32``,
     ``float16``, ``bfloat16``, ``autocast_float16``, ``autocast_bfloat16``; JAX ``float32``,
     ``float16``, ``bfloat16`` and ``p=f32,c=bf16,o=f32`` strings).  ``devices``: ``CPU``,
-    ``GPU``.  ``formats``: those each op's float32 values are judged against.
+    ``GPU``.  ``formats``: those each op's float32 values are judged against.  ``block_formats``
+    (:data:`explorer.blocks.BLOCK_FORMAT_NAMES`): each layer's weights are quantized to each,
+    and the RMS relative error kept (:func:`explorer.analysis.block_view.layer_block_errors`);
+    so is each op's float32 activation (``stats.block_rel_rms``).
 
     ``time_steps``: also time a plain training step (forward and backward, no instrumentation)
     under each policy that ran, here on the CPU (:mod:`explorer.runtime.model_step`: warm-up,
@@ -290,7 +301,9 @@ def check_model(
     >>> [(op.raw_op, op.dtype["bfloat16"]) for op in check.ops], check.ok
     ([('convert_element_type', 'bfloat16'), ('mul', 'bfloat16'), ('tanh', 'bfloat16')], True)
     """
+    from explorer.analysis.block_view import layer_block_errors
     from explorer.backends import normalize_device
+    from explorer.blocks import block_format
     from explorer.formats import resolve
     from explorer.runtime import model_declared
 
@@ -301,13 +314,15 @@ def check_model(
         runner.check_policy(p)
     wanted_devices = tuple(dict.fromkeys(normalize_device(d) for d in (devices or DEFAULT_DEVICES)))
     fmts = tuple(resolve(f).name for f in (formats or DEFAULT_FORMATS))
+    blocks = tuple(dict.fromkeys(block_format(f).name for f in (block_formats or ())))
     inputs = _as_inputs(example_inputs)
     extra = {"params": params} if framework == "jax" else {}
-    baseline = runner.run_policy(model, inputs, "float32", fmts, **extra)
+    # the block formats ride along to the per-op statistics (the activations' block errors)
+    baseline = runner.run_policy(model, inputs, "float32", fmts + blocks, **extra)
     runs = {"float32": baseline}
     for p in chosen:
         if p not in runs:
-            runs[p] = runner.run_policy(model, inputs, p, fmts, **extra)
+            runs[p] = runner.run_policy(model, inputs, p, fmts + blocks, **extra)
     ordered = [runs[p] for p in chosen]
     merged = merge_traces([baseline, *[r for r in ordered if r.policy != "float32"]])
     declared = model_declared.declarations(framework, merged, chosen, wanted_devices)
@@ -354,9 +369,9 @@ def check_model(
         notes.extend(model_grappler.notes(rewrites, [op.amp for op in computing]))
     if "GPU" in wanted_devices:
         notes.append("GPU: the declared kernels only; no GPU run on this machine")
-    return ModelCheck(
-        framework, version, chosen, wanted_devices, fmts, ops, tuple(results), tuple(notes), workarounds
-    )
+    weights = runner.layer_weights(params if framework == "jax" else model) if blocks else {}
+    parts = (framework, version, chosen, wanted_devices, fmts, ops, tuple(results), tuple(notes))
+    return ModelCheck(*parts, workarounds, blocks, layer_block_errors(weights, blocks))
 
 
 def _model_op(

@@ -80,6 +80,25 @@ def framework_version() -> str:
     return str(jax.__version__)
 
 
+def layer_weights(params: Any) -> dict[str, list[np.ndarray]]:
+    """The floating leaves of ``params`` grouped by their parent's key path (``dense/kernel``
+    belongs to ``dense``; a leaf at the top to ``""``), as float32 arrays.
+
+    >>> {k: [w.shape for w in v] for k, v in layer_weights({"dense": {"kernel": np.ones((2, 3))}}).items()}
+    {'dense': [(2, 3)]}
+    """
+    import jax
+
+    out: dict[str, list[np.ndarray]] = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+        array = np.asarray(leaf)
+        if not np.issubdtype(array.dtype, np.floating) and array.dtype.kind != "V":
+            continue
+        keys = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
+        out.setdefault("/".join(keys[:-1]), []).append(array.astype(np.float32))
+    return out
+
+
 def _cast_tree(tree: Any, dtype: str) -> Any:
     import jax
     import jax.numpy as jnp

@@ -83,6 +83,19 @@ def layer_dtypes(model: Any) -> dict[str, tuple[str, str]]:
     return out
 
 
+def layer_weights(model: Any) -> dict[str, list[np.ndarray]]:
+    """Each innermost layer that holds weights (its name, as the op list names it) -> its
+    weights, float32 arrays in the layer's order."""
+    out: dict[str, list[np.ndarray]] = {}
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if list(layer._flatten_layers(include_self=False, recursive=False)):
+            continue  # a container: its inner layers are listed themselves
+        own = [np.asarray(w.numpy(), dtype=np.float32) for w in layer.weights]
+        if own:
+            out[layer.name] = own
+    return out
+
+
 def policy_model(model: Any, policy: str, keep_float32: Sequence[str] = ()) -> Any:
     """A clone of ``model`` whose layers compute under ``policy`` (those named in
     ``keep_float32`` under ``float32``), with ``model``'s weights.  ``float32`` without

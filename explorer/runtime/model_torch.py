@@ -217,6 +217,17 @@ def _prepare(model: Any, policy: str, keep_float32: Sequence[str]) -> Any:
     return module
 
 
+def layer_weights(model: Any) -> dict[str, list[np.ndarray]]:
+    """Each module that holds parameters of its own (path as the op list names it, ``""`` for
+    the model) -> those parameters, float32 arrays in registration order."""
+    out: dict[str, list[np.ndarray]] = {}
+    for name, module in model.named_modules():
+        own = [p.detach().float().cpu().numpy() for p in module.parameters(recurse=False)]
+        if own:
+            out[name] = own
+    return out
+
+
 def _flat_tensors(value: Any) -> list[Any]:
     import torch
     from torch.utils._pytree import tree_flatten
@@ -358,6 +369,7 @@ __all__ = [
     "check_policy",
     "framework_version",
     "is_torch_module",
+    "layer_weights",
     "opinfo_candidates",
     "run_policy",
     "training_step",
