@@ -30,14 +30,35 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("XLA_FLAGS", DEFAULT_PROBE_XLA_FLAGS)
 
 
+#: a module setting this to True hands its app probe workers (TensorFlow, Keras, JAX: each a
+#: cold framework import) on to the next module when that one sets it too
+SHARES_APP_PROBE_WORKERS = "SHARES_APP_PROBE_WORKERS"
+
+
+def _next_module(request: pytest.FixtureRequest) -> Any:
+    """The module object of the first collected test after the requesting module's tests, or None."""
+    items = request.session.items
+    mine = [i for i, item in enumerate(items) if item.getparent(pytest.Module) is request.node]
+    later = items[mine[-1] + 1 :] if mine else []
+    node = later[0].getparent(pytest.Module) if later else None
+    return getattr(node, "obj", None)
+
+
 @pytest.fixture(autouse=True, scope="module")
-def _app_probe_workers_stopped_after_each_module() -> Iterator[None]:
+def _app_probe_workers_stopped_after_each_module(request: pytest.FixtureRequest) -> Iterator[None]:
     """The app's probe sandbox (Probe now, pasted errors' workarounds) holds one of the machine's
     worker slots while its workers live; stopping them after each module leaves the slots to the
-    processes the next modules start (Voila kernels, CLI runs), as a visitor's idle release would."""
+    processes the next modules start (Voila kernels, CLI runs), as a visitor's idle release would.
+    Two neighbouring modules that both set :data:`SHARES_APP_PROBE_WORKERS` keep them between
+    them (``explain``'s two modules run the same workers)."""
     yield
     from explorer.runtime.probe import app_probe_sandbox
 
+    following = _next_module(request)
+    if getattr(getattr(request.node, "obj", None), SHARES_APP_PROBE_WORKERS, False) and getattr(
+        following, SHARES_APP_PROBE_WORKERS, False
+    ):
+        return
     app_probe_sandbox().close()
 
 

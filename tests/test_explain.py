@@ -28,6 +28,10 @@ from explorer.cli import main
 from explorer.queries.diagnose import diagnose
 from tests.support.require import require_module
 
+#: the TensorFlow and JAX workers diagnose() starts are handed on between tests/test_explain.py and
+#: tests/test_explain_kinds.py instead of being started cold twice (tests/conftest.py)
+SHARES_APP_PROBE_WORKERS = True
+
 # ------------------------------------------------------------------------------------ fixtures
 
 #: the original error (TensorFlow 2.4.1, from the project's start), verbatim

@@ -23,6 +23,10 @@ from explorer.queries.explain_kinds import xla_only_devices
 from tests.support.require import require_module
 from tests.test_explain import ORIGINAL, ORIGINAL_KERNELS
 
+#: the TensorFlow and JAX workers diagnose() starts are handed on between tests/test_explain.py and
+#: tests/test_explain_kinds.py instead of being started cold twice (tests/conftest.py)
+SHARES_APP_PROBE_WORKERS = True
+
 # ------------------------------------------------------------------------------------ fixtures
 
 #: tensorflow/tensorflow#56736 (TF 2.9, graph mode): the node name breaks across a line, the attrs
