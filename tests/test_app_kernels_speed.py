@@ -120,6 +120,15 @@ def test_colour_by_speed_colours_timed_cells_and_keeps_the_others(probed_tab: An
     assert "faster" in heatmap.note.value and "slower" in heatmap.note.value
     assert "relative to float32" in tab.status.value
 
+    app.state.set(dtypes=("float16",))  # a new selection is timed in its turn
+    job = tab.speed.job
+    job.wait(60)
+    assert job.status == "done", job.error
+    assert [c.dtype for c in tab.heatmap.grid.columns] == ["float16"]
+    assert heatmap.cell_colour(0, 0) == _band_colour(FAKE_RATIOS["float16"])
+    app.state.set(dtypes=("float16", "bfloat16"))
+    assert tab.speed.job is job, "measured before: no new run"
+
     tab.colour_by.value = "availability"
     assert heatmap.note.value == ""
     for i in range(grid.shape[0]):

@@ -56,6 +56,8 @@ class SpeedLayer:
         self.job: Job | None = None
         #: speed rows per selection (:meth:`selection`)
         self.measured: dict[tuple[Any, ...], list[Any]] = {}
+        #: selections timed (or tried) since speed was chosen
+        self.tried: set[tuple[Any, ...]] = set()
         #: what the last measurement said about its coverage
         self.coverage: dict[tuple[Any, ...], str] = {}
 
@@ -78,9 +80,18 @@ class SpeedLayer:
         return self.measured.get(self.selection())
 
     def _chosen(self) -> None:
-        if self.active and self.rows() is None and not (self.job is not None and self.job.running):
-            self.start()
+        self.tried.discard(self.selection())  # chosen anew: try again even if the last run failed
         self._on_change()
+
+    def ensure_measured(self) -> None:
+        """Start timing the shown selection when colouring by speed and it has no rows yet (once
+        per selection: a failed or cancelled run is not restarted until speed is chosen again)."""
+        selection = self.selection()
+        running = self.job is not None and self.job.running
+        wanted = self.active and bool(selection[0]) and self.rows() is None
+        if wanted and not running and selection not in self.tried:
+            self.tried.add(selection)
+            self.start()
 
     def start(self, wait: bool = False) -> Job:
         """Time the shown cells and float32 in the background (one job at a time)."""

@@ -330,6 +330,8 @@ class KernelsTab(Tab):
         coloured by speed when ``by_speed`` and the speed layer has rows for the selection;
         the figure for export is drawn only when asked for (:meth:`export`)."""
         self._wrote()
+        if by_speed:
+            self.speed.ensure_measured()
         timed = self.speed.rows() if by_speed and self.speed.active else None
         if timed is None:
             self.heatmap.show(grid, highlight=self.state.op)
