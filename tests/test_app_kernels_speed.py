@@ -117,6 +117,8 @@ def test_colour_by_speed_colours_timed_cells_and_keeps_the_others(probed_tab: An
                 assert heatmap.cell_colour(i, j) == palette.status_color(status), (op, column)
                 assert texts[(x, y)] == palette.status_glyph(status)
     assert checked == len(grid.ops) == 4
+    heatmap.hover(0, [c.dtype for c in grid.columns].index("float16"))
+    assert "time per call: 2.0× float32&#x27;s" in heatmap.tip.value
     assert "faster" in heatmap.note.value and "slower" in heatmap.note.value
     assert "relative to float32" in tab.status.value
 
@@ -138,25 +140,38 @@ def test_colour_by_speed_colours_timed_cells_and_keeps_the_others(probed_tab: An
                 assert heatmap.cell_colour(i, j) == palette.status_color(status)
 
 
-def test_a_speed_measurement_can_be_cancelled_between_cells(probed_tab: Any) -> None:
-    _, tab = probed_tab
+def test_a_speed_measurement_says_its_progress_and_can_be_cancelled_between_cells(probed_tab: Any) -> None:
+    from tests.support.processes import wait_until
+
+    app, tab = probed_tab
     tab.colour_by.value = "availability"
     release = threading.Event()
+    seen: list[Any] = []
 
     def slow_query(on_row: Any = None, **kw: Any) -> SpeedResult:
-        def row_then_wait(row: Any) -> None:
-            release.wait(30)
+        def first_then_wait(row: Any) -> None:
+            if seen:
+                release.wait(30)
+            seen.append(row)
             on_row(row)
 
-        return _fake_speed(on_row=row_then_wait, **kw)
+        return _fake_speed(on_row=first_then_wait, **kw)
 
     tab.speed.speed_query = slow_query
     tab.speed.measured.clear()
     job = tab.speed.start()
-    job.cancel()
-    release.set()
+    try:
+        wait_until(lambda: "(1/" in job.message, 30, "the first cell's progress")
+        said = job.message
+    finally:
+        job.cancel()
+        release.set()
     job.wait(30)
+    total = len(plan(tab.shown_ops(), list(app.state.dtypes), ["numpy"], ["eager"], "CPU"))
+    first = seen[0]
     assert job.status == "cancelled"
+    assert len(seen) == 2, "stopped at the next cell"
+    assert said == f"timed {first.op} in {first.dtype} on numpy eager (1/{total} cells)"
     assert tab.speed.rows() is None
 
 

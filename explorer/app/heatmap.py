@@ -88,6 +88,8 @@ class KernelHeatmap:
         self.grid: KernelGrid | None = None
         #: the colour code of each shown cell (see :data:`EMPTY_CODE`, :data:`SPEED_CENTRE_CODE`)
         self.codes = np.zeros((0, 0))
+        #: each cell's ratio to float32 when coloured by speed (None: by availability)
+        self.ratios: list[list[float | None]] | None = None
         # fixed domains: rows and columns are placed within them (see show)
         self.x = bqplot.LinearScale(min=0.0, max=1.0)
         self.y = bqplot.LinearScale(min=0.0, max=1.0, reverse=True)
@@ -197,7 +199,11 @@ class KernelHeatmap:
         """Put cell ``(i, j)``'s summary in the tooltip (escaped; line breaks kept)."""
         if self.grid is None or not (0 <= i < self.grid.shape[0] and 0 <= j < self.grid.shape[1]):
             return
-        text = html.escape(self.grid.summary(i, j)).replace("\n", "<br>")
+        summary = self.grid.summary(i, j)
+        ratio = self.ratios[i][j] if self.ratios is not None else None
+        if ratio is not None:
+            summary += f"\ntime per call: {ratio_text(ratio)} float32's (slowest of its shapes)"
+        text = html.escape(summary).replace("\n", "<br>")
         self.tip.value = (
             "<div class='px-heatmap-tip-text' style='max-width:420px;font-size:12px;background:#ffffff;"
             f"color:{INK};border:1px solid {MUTED_TEXT};padding:4px;white-space:normal'>{text}</div>"
@@ -229,6 +235,7 @@ class KernelHeatmap:
         a frame later, with the previous labels (or bare numbers) over the new ones.
         """
         self.grid = grid
+        self.ratios = ratios
         n_rows, n_cols = grid.shape
         width = LEFT_PX + RIGHT_PX + COLUMN_PX * max(n_cols, 1)
         body_height = 26 + ROW_PX * max(n_rows, 1)

@@ -120,13 +120,13 @@ class SpeedLayer:
         rows: list[Any] = []
 
         def arrived(row: Any) -> None:
+            ctx.check()  # a cancel stops the run when the next cell arrives
             rows.append(row)
             ctx.progress_steps(
                 len(rows),
                 total,
                 f"timed {row.op} in {row.dtype} on {row.backend} {row.mode} ({len(rows)}/{total} cells)",
             )
-            ctx.check()  # a cancel stops the run at the next cell
 
         def waiting() -> None:
             ctx.check()
