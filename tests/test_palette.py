@@ -125,3 +125,58 @@ def test_a_policy_has_the_same_colour_in_every_training_panel() -> None:
     assert set(seen) == {"mixed_float16", "float32", "bfloat16"}
     for policy, colours in seen.items():
         assert colours == {palette.POLICY_COLORS[policy].lower()}, (policy, colours)
+
+
+# ------------------------------------------------------------------------------- the speed scale
+
+RATIOS = (1.25, 2.0, 4.0, 8.0)
+
+
+def test_speed_scale_is_centred_on_1x_and_log_symmetric() -> None:
+    """The position is log(ratio) / log(8) (computed here with log2), so r and 1/r sit at opposite
+    ends of the same distance; 1x is the neutral centre and the ends are reached at 8x and 1/8x."""
+    import math
+
+    assert palette.speed_color(1.0) == palette.SPEED_NEUTRAL
+    for r in RATIOS:
+        assert palette.speed_position(r) == pytest.approx(math.log2(r) / 3)
+        assert palette.speed_position(1 / r) == pytest.approx(-math.log2(r) / 3)
+        assert palette.speed_level(r) == -palette.speed_level(1 / r)
+    assert palette.speed_color(64.0) == palette.speed_color(8.0) == palette.SPEED_SLOWER
+    assert palette.speed_color(1 / 64) == palette.SPEED_FASTER
+    with pytest.raises(ValueError, match="positive finite"):
+        palette.speed_position(0.0)
+
+
+def test_speed_colours_of_r_and_1_over_r_are_equally_far_from_the_centre() -> None:
+    """In CAM02-UCS: the same lightness (within 4 J') and distances from the neutral centre within
+    20% of each other; the distance grows with the ratio."""
+    centre = _seen([palette.SPEED_NEUTRAL], None)[0]
+    last = 0.0
+    for r in RATIOS:
+        slower, faster = _seen([palette.speed_color(r), palette.speed_color(1 / r)], None)
+        assert abs(slower[0] - faster[0]) < 4.0, (r, slower[0], faster[0])
+        d_slow, d_fast = np.linalg.norm(slower - centre), np.linalg.norm(faster - centre)
+        assert abs(d_slow - d_fast) <= 0.2 * max(d_slow, d_fast), (r, d_slow, d_fast)
+        assert min(d_slow, d_fast) > last
+        last = min(d_slow, d_fast)
+
+
+@pytest.mark.parametrize("cvd", [None, *CVD_TYPES])
+def test_faster_and_slower_stay_apart_under_colour_vision_deficiencies(cvd: str | None) -> None:
+    """From 2x on, a cell r times slower and one r times faster are MIN_DELTA_E apart under each
+    simulated deficiency, and each is told from the 1x centre."""
+    for r in (2.0, 4.0, 8.0):
+        colours = {
+            "slower": palette.speed_color(r),
+            "faster": palette.speed_color(1 / r),
+            "1x": palette.SPEED_NEUTRAL,
+        }
+        distance, a, b = _closest_pair(colours, cvd)
+        assert distance >= MIN_DELTA_E, (cvd, r, a, b, distance)
+
+
+def test_ratio_text_reads_on_every_speed_band() -> None:
+    for colour in palette.speed_band_colors():
+        a, b = palette.relative_luminance(colour), palette.relative_luminance(palette.text_color(colour))
+        assert (max(a, b) + 0.05) / (min(a, b) + 0.05) >= 4.5, colour

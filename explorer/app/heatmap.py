@@ -18,8 +18,18 @@ import ipywidgets as widgets
 import numpy as np
 
 from explorer.outcome import STATUSES
-from explorer.plots.kernel_grid import KernelGrid
-from explorer.plots.palette import EMPTY_COLOR, INK, MUTED_TEXT, STATUS_COLORS
+from explorer.plots.kernel_grid import KernelGrid, ratio_text
+from explorer.plots.palette import (
+    EMPTY_COLOR,
+    INK,
+    MUTED_TEXT,
+    SPEED_SPAN,
+    SPEED_STEPS,
+    STATUS_COLORS,
+    speed_band_colors,
+    speed_level,
+    text_color,
+)
 
 #: pixels per row and per column of the body
 ROW_PX, COLUMN_PX = 22, 62
@@ -31,6 +41,25 @@ LEFT_PX, RIGHT_PX, HEADER_PX = 170, 150, 160
 
 #: CSS that lets clicks and hovers on a cell's glyph through to the cell under it
 GLYPH_CSS = ".px-heatmap-body text.label, .px-heatmap-header text.label { pointer-events: none; }"
+#: the colour scale's codes: a status's index in STATUSES, then an empty cell, then the speed bands
+EMPTY_CODE = len(STATUSES)
+#: the code of speed band 0 (1x); band k (:func:`~explorer.plots.palette.speed_level`) is this + k
+SPEED_CENTRE_CODE = EMPTY_CODE + 1 + SPEED_STEPS
+
+
+def speed_legend_html() -> str:
+    """The speed layer's legend: one swatch per band, its ratio to float32 printed on it."""
+    swatches = []
+    for k, colour in enumerate(speed_band_colors(), start=-SPEED_STEPS):
+        label = ratio_text(SPEED_SPAN ** (k / SPEED_STEPS))
+        swatches.append(
+            f"<span style='display:inline-block;min-width:40px;text-align:center;background:{colour};"
+            f"color:{text_color(colour)};font-size:11px;padding:1px 2px'>{label}</span>"
+        )
+    return (
+        "<div class='px-speed-legend'>time per call ÷ float32's (same backend, mode, shapes): "
+        f"faster ← {''.join(swatches)} → slower; cells without a ratio keep their status</div>"
+    )
 
 
 def _tick_key(value: float) -> str:
@@ -57,11 +86,17 @@ class KernelHeatmap:
         bqplot = _import_bqplot()
         self.on_click = on_click
         self.grid: KernelGrid | None = None
+        #: the colour code of each shown cell (see :data:`EMPTY_CODE`, :data:`SPEED_CENTRE_CODE`)
+        self.codes = np.zeros((0, 0))
+        #: each cell's ratio to float32 when coloured by speed (None: by availability)
+        self.ratios: list[list[float | None]] | None = None
         # fixed domains: rows and columns are placed within them (see show)
         self.x = bqplot.LinearScale(min=0.0, max=1.0)
         self.y = bqplot.LinearScale(min=0.0, max=1.0, reverse=True)
         self.colour = bqplot.ColorScale(
-            colors=[STATUS_COLORS[s] for s in STATUSES] + [EMPTY_COLOR], min=0.0, max=float(len(STATUSES))
+            colors=[STATUS_COLORS[s] for s in STATUSES] + [EMPTY_COLOR] + speed_band_colors(),
+            min=0.0,
+            max=float(SPEED_CENTRE_CODE + SPEED_STEPS),
         )
         self.tip = widgets.HTML("").add_class("px-heatmap-tip")
         self.cells = bqplot.GridHeatMap(
@@ -164,16 +199,32 @@ class KernelHeatmap:
         """Put cell ``(i, j)``'s summary in the tooltip (escaped; line breaks kept)."""
         if self.grid is None or not (0 <= i < self.grid.shape[0] and 0 <= j < self.grid.shape[1]):
             return
-        text = html.escape(self.grid.summary(i, j)).replace("\n", "<br>")
+        summary = self.grid.summary(i, j)
+        ratio = self.ratios[i][j] if self.ratios is not None else None
+        if ratio is not None:
+            summary += f"\ntime per call: {ratio_text(ratio)} float32's (slowest of its shapes)"
+        text = html.escape(summary).replace("\n", "<br>")
         self.tip.value = (
             "<div class='px-heatmap-tip-text' style='max-width:420px;font-size:12px;background:#ffffff;"
             f"color:{INK};border:1px solid {MUTED_TEXT};padding:4px;white-space:normal'>{text}</div>"
         )
 
+    def cell_colour(self, i: int, j: int) -> str:
+        """The colour cell ``(i, j)`` is drawn in (its code looked up on the colour scale)."""
+        return str(self.colour.colors[int(self.codes[i, j])])
+
     # ------------------------------------------------------------------ drawing
 
-    def show(self, grid: KernelGrid, highlight: str | None = None, note: str = "") -> None:
+    def show(
+        self,
+        grid: KernelGrid,
+        highlight: str | None = None,
+        note: str = "",
+        ratios: list[list[float | None]] | None = None,
+    ) -> None:
         """Draw ``grid`` (the ``highlight`` op's label marked with ▶); ``note`` (HTML) goes below.
+        With ``ratios`` (:func:`~explorer.plots.kernel_grid.speed_ratios`) a cell with a ratio is
+        coloured by its speed band and shows the ratio; the others keep their status.
 
         The scales keep their domain (0 to 1): a row or column sits at ``(k + 0.5) / count``, so a
         redraw sends no scale change (a scale change redraws every mark and axis once more).  Each
@@ -184,6 +235,7 @@ class KernelHeatmap:
         a frame later, with the previous labels (or bare numbers) over the new ones.
         """
         self.grid = grid
+        self.ratios = ratios
         n_rows, n_cols = grid.shape
         width = LEFT_PX + RIGHT_PX + COLUMN_PX * max(n_cols, 1)
         body_height = 26 + ROW_PX * max(n_rows, 1)
@@ -191,16 +243,26 @@ class KernelHeatmap:
         columns = _centres(n_cols)
         # bqplot squeezes a colour matrix with one row or column to 1-D (drawn wrongly): such a
         # grid gets a row or column of empty cells beyond the scale's end, clipped away
-        padded = np.full((max(n_rows, 2), max(n_cols, 2)), float(len(STATUSES)))
+        padded = np.full((max(n_rows, 2), max(n_cols, 2)), float(EMPTY_CODE))
         if n_rows and n_cols:
             padded[:n_rows, :n_cols] = np.asarray(grid.codes(), dtype=float)
+        glyphs = grid.glyphs()
+        colours = grid.glyph_colors()
+        if ratios is not None:
+            bands = speed_band_colors()
+            for i, j in ((i, j) for i in range(n_rows) for j in range(n_cols)):
+                ratio = ratios[i][j]
+                if ratio is not None:
+                    level = speed_level(ratio)
+                    padded[i, j] = SPEED_CENTRE_CODE + level
+                    glyphs[i][j] = ratio_text(ratio)
+                    colours[i][j] = text_color(bands[level + SPEED_STEPS])
         # validated together (row and column must fit color), sent as one message
         with self.cells.hold_sync(), self.cells.hold_trait_notifications():
             self.cells.row = np.arange(padded.shape[0] + 1.0) / max(n_rows, 1)
             self.cells.column = np.arange(padded.shape[1] + 1.0) / max(n_cols, 1)
             self.cells.color = padded
-        glyphs = grid.glyphs()
-        colours = grid.glyph_colors()
+        self.codes = padded[:n_rows, :n_cols]
         xs, ys, texts, text_colours = [], [], [], []
         for i in range(n_rows):
             for j in range(n_cols):

@@ -26,18 +26,19 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from explorer.app.heatmap import KernelHeatmap
+from explorer.app.heatmap import KernelHeatmap, speed_legend_html
 from explorer.app.jobs import Job
 from explorer.app.kernels_details import cell_html, details_html, status_key_html
 from explorer.app.kernels_history import HistoryStrip
 from explorer.app.kernels_probe import ProbeController
 from explorer.app.kernels_rows import KernelRows
 from explorer.app.kernels_snapshot import SnapshotPanel
+from explorer.app.kernels_speed import SpeedLayer
 from explorer.app.render import message_html
 from explorer.app.tab import NotAvailableYet, Tab, shown_dtypes
 from explorer.ops import catalog
 from explorer.plots.availability import kernel_heatmap, kernel_panels
-from explorer.plots.kernel_grid import KernelGrid, kernel_grid
+from explorer.plots.kernel_grid import KernelGrid, kernel_grid, speed_ratios
 
 
 class KernelsTab(Tab):
@@ -68,6 +69,9 @@ class KernelsTab(Tab):
             self.state, self.panel, self.rows.shown_ops, self.rows.registry, self._probe_done
         )
         self.probe_button = self.prober.button
+        #: "Colour by: availability | speed" and the speed measurement (:mod:`explorer.app.kernels_speed`)
+        self.speed = SpeedLayer(self.state, self.panel, self.rows.shown_ops, self._speed_changed)
+        self.colour_by = self.speed.control
         self.snapshots = SnapshotPanel(
             self.ctx, self.rows.shown_result, self._snapshot_changed, self.show_error
         )
@@ -78,7 +82,7 @@ class KernelsTab(Tab):
         self.snapshot_bar = self.snapshots.bar
         self.key_html = widgets.HTML(status_key_html())
         self.toolbar.children = [
-            widgets.HBox([self.scope, self.probe_button]),
+            widgets.HBox([self.scope, self.probe_button, self.colour_by]),
             self.panel.widget,
             self.snapshot_bar,
             self.snapshot_label,
@@ -198,6 +202,13 @@ class KernelsTab(Tab):
                 + self.status.value
             )
 
+    def _speed_changed(self) -> None:
+        job = self.speed.job
+        self.dirty = True
+        self.refresh()
+        if job is not None and job.status == "failed" and self.speed.active:
+            self.show_message(f"Timing failed: {job.error}", "error")
+
     def refresh(self) -> None:
         """The history strips first (they need no TensorFlow), then the tab."""
         self.history.update()
@@ -210,6 +221,7 @@ class KernelsTab(Tab):
         return kernels_answers(self.state, self.registry(), self.ctx.cache, probed)
 
     def render(self) -> None:
+        self.speed.show_control()
         if self.prober.probed_for is not None and self.prober.probed_for != self.prober.selection():
             self.panel.forget()  # "probing: done" was about another selection
         answerable = self.state.mode in ("registry", "eager", "xla") and "tensorflow" in self.state.backends
@@ -285,20 +297,47 @@ class KernelsTab(Tab):
             _frame_stamp(rows),
         )
         grid = self.ctx.cache.get(("kernels-grid", key), lambda: kernel_grid(rows, panels))
-        self.show_heatmap(grid, rows, panels)
+        self.show_heatmap(grid, rows, panels, by_speed=source == "probed")
         op = self.state.op
         self.show_html(self.ctx.cache.get(("kernels-details", key), lambda: details_html(rows, op)))
         what = {
             "registry": "declared by TensorFlow's kernel registry (device types as the registry names them)",
             "probed": "probed by running each op in a sandboxed worker (cached on disk)",
         }.get(source, source)
-        self.show_message(f"{note}Showing {len(ops)} ops × {len(self.state.dtypes)} dtypes, {what}.", "info")
+        self.show_message(
+            f"{note}Showing {len(ops)} ops × {len(self.state.dtypes)} dtypes, {what}."
+            + self._speed_words(source),
+            "info",
+        )
 
-    def show_heatmap(self, grid: KernelGrid, rows: Any, panels: list[tuple[str, str, str]]) -> None:
-        """Redraw the interactive heatmap with ``grid`` (its widget is put in the plot area once);
+    def _speed_words(self, source: str) -> str:
+        """What the speed layer shows, in words (empty when colouring by availability)."""
+        if not self.speed.active:
+            return ""
+        if source != "probed":
+            return " Speed is measured on this machine only: the cells show their status."
+        rows = self.speed.rows()
+        if rows is None:
+            running = self.speed.job is not None and self.speed.job.running
+            return " Timing the shown cells against float32…" if running else " Speed not measured yet."
+        coverage = self.speed.coverage.get(self.speed.selection(), "")
+        return f" Coloured by time per call relative to float32 ({coverage})."
+
+    def show_heatmap(
+        self, grid: KernelGrid, rows: Any, panels: list[tuple[str, str, str]], by_speed: bool = False
+    ) -> None:
+        """Redraw the interactive heatmap with ``grid`` (its widget is put in the plot area once),
+        coloured by speed when ``by_speed`` and the speed layer has rows for the selection;
         the figure for export is drawn only when asked for (:meth:`export`)."""
         self._wrote()
-        self.heatmap.show(grid, highlight=self.state.op)
+        if by_speed:
+            self.speed.ensure_measured()
+        timed = self.speed.rows() if by_speed and self.speed.active else None
+        if timed is None:
+            self.heatmap.show(grid, highlight=self.state.op)
+        else:
+            ratios = speed_ratios(grid, timed)
+            self.heatmap.show(grid, highlight=self.state.op, note=speed_legend_html(), ratios=ratios)
         self._shown = (rows, panels, self.state.op)
         self._figure = None
         self.cell_details.value = ""

@@ -196,3 +196,42 @@ def kernel_grid(result: Any, panels: Sequence[tuple[str, str, str]] | None = Non
         if j is not None:
             cells[row_of[str(r["op"])]][j].append(r)
     return KernelGrid(ops, columns, cells)
+
+
+def speed_ratios(grid: KernelGrid, speed_rows: Sequence[Any]) -> list[list[float | None]]:
+    """Each cell's ratio to float32 from speed rows (:class:`explorer.queries.speed.SpeedRow` or
+    their dicts) of the same op, backend, device, mode and dtype; a cell timed at several shapes
+    gets its largest (slowest) ratio; None where no row of it ran (the cell keeps its status).
+
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"backend": ["numpy"] * 2, "op": ["exp"] * 2, "dtype": ["float16", "float32"],
+    ...     "device": ["CPU"] * 2, "mode": ["eager"] * 2, "status": ["ok", "ok"]})
+    >>> timed = [dict(backend="numpy", op="exp", dtype="float16", device="CPU", mode="eager",
+    ...     status="ok", ratio_to_float32=r) for r in (1.5, 2.5)]
+    >>> speed_ratios(kernel_grid(rows), timed)
+    [[2.5, None]]
+    """
+    where = {(c.backend, c.device, c.mode, c.dtype): j for j, c in enumerate(grid.columns)}
+    row_of = {op: i for i, op in enumerate(grid.ops)}
+    ratios: list[list[float | None]] = [[None for _ in grid.columns] for _ in grid.ops]
+    for row in speed_rows:
+        r = row.to_dict() if hasattr(row, "to_dict") else dict(row)
+        ratio = r.get("ratio_to_float32")
+        if r.get("status") != "ok" or ratio is None or not ratio > 0:
+            continue
+        i = row_of.get(str(r["op"]))
+        j = where.get((str(r["backend"]), str(r["device"]), str(r["mode"]), str(r["dtype"])))
+        if i is not None and j is not None:
+            ratios[i][j] = max(float(ratio), ratios[i][j] or 0.0)
+    return ratios
+
+
+def ratio_text(ratio: float) -> str:
+    """A ratio to float32 as printed in a cell: two significant digits and ``×``.
+
+    >>> ratio_text(1.0), ratio_text(0.4567), ratio_text(12.34), ratio_text(250.0)
+    ('1.0×', '0.46×', '12×', '250×')
+    """
+    if ratio >= 10:
+        return f"{ratio:.0f}×"
+    return f"{ratio:.2g}×" if ratio < 1 else f"{ratio:.1f}×"

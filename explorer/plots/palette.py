@@ -20,6 +20,8 @@ cell.
 
 from __future__ import annotations
 
+import math
+
 from explorer.formats import KNOWN_FORMAT_NAMES
 from explorer.outcome import STATUSES
 
@@ -227,6 +229,69 @@ def relative_luminance(color: str) -> float:
     channels = [int(value[i : i + 2], 16) / 255 for i in (0, 2, 4)]
     linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
     return round(0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2], 6)
+
+
+#: the speed layer's diverging scale (ColorBrewer's RdBu ends, colour-blind safe): a cell as fast as
+#: float32 is the neutral centre, faster cells go blue, slower ones red
+SPEED_FASTER, SPEED_NEUTRAL, SPEED_SLOWER = "#2166ac", "#f7f7f7", "#b2182b"
+#: ratios to float32 of ``1 / SPEED_SPAN`` and ``SPEED_SPAN`` reach the scale's ends (beyond: clipped)
+SPEED_SPAN = 8.0
+#: steps on each side of the centre when the scale is drawn in bands (the heatmap's colour scale)
+SPEED_STEPS = 6
+
+
+def speed_position(ratio: float, span: float = SPEED_SPAN) -> float:
+    """Where a ratio to float32 sits on the speed scale: ``log(ratio) / log(span)`` clipped to
+    [-1, 1]; 0 is 1x, -1 is ``span`` times faster, +1 ``span`` times slower.
+
+    >>> [round(speed_position(r), 6) for r in (1.0, 2.0, 0.5, 100.0)]
+    [0.0, 0.333333, -0.333333, 1.0]
+    """
+    if not (ratio > 0 and math.isfinite(ratio)):
+        raise ValueError(f"a ratio to float32 is a positive finite number, got {ratio!r}")
+    return max(-1.0, min(1.0, math.log(ratio) / math.log(span)))
+
+
+def speed_color(ratio: float, span: float = SPEED_SPAN) -> str:
+    """The colour of a ratio to float32 on the diverging speed scale: :data:`SPEED_NEUTRAL` at 1x,
+    towards :data:`SPEED_FASTER` below and :data:`SPEED_SLOWER` above (sRGB interpolation by
+    :func:`speed_position`), so that ``r`` and ``1 / r`` lie equally far from the centre.
+
+    >>> speed_color(1.0) == SPEED_NEUTRAL, speed_color(8.0) == SPEED_SLOWER
+    (True, True)
+    >>> speed_color(0.125) == SPEED_FASTER
+    True
+    """
+    t = speed_position(ratio, span)
+    end = SPEED_SLOWER if t > 0 else SPEED_FASTER
+    a, b = _channels(SPEED_NEUTRAL), _channels(end)
+    mixed = [round(x + abs(t) * (y - x)) for x, y in zip(a, b, strict=True)]
+    return "#" + "".join(f"{c:02x}" for c in mixed)
+
+
+def speed_level(ratio: float, steps: int = SPEED_STEPS, span: float = SPEED_SPAN) -> int:
+    """The band of a ratio when the scale is drawn in ``2 * steps + 1`` bands: from ``-steps``
+    (``span`` times faster or more) through 0 (about 1x) to ``steps``.
+
+    >>> speed_level(1.0), speed_level(8.0), speed_level(1 / 8), speed_level(1.05)
+    (0, 6, -6, 0)
+    """
+    return round(speed_position(ratio, span) * steps)
+
+
+def speed_band_colors(steps: int = SPEED_STEPS, span: float = SPEED_SPAN) -> list[str]:
+    """The colours of the bands ``-steps .. steps`` (:func:`speed_level`), fastest first.
+
+    >>> bands = speed_band_colors(2)
+    >>> len(bands), bands[2] == SPEED_NEUTRAL, bands[0] == SPEED_FASTER
+    (5, True, True)
+    """
+    return [speed_color(span ** (k / steps), span) for k in range(-steps, steps + 1)]
+
+
+def _channels(color: str) -> list[int]:
+    value = color.lstrip("#")
+    return [int(value[i : i + 2], 16) for i in (0, 2, 4)]
 
 
 assert set(STATUS_COLORS) == set(STATUSES) == set(STATUS_GLYPHS), "one colour and glyph per status"
