@@ -86,7 +86,8 @@ def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000, measur
         y_ticks = sorted({*y_ticks, 0.5})
     ax.set_ylim(0.0, max(y_ticks[-1], top) * (1.6 if top > 1 else 1.15))
     ax.yaxis.set_major_locator(FixedLocator(y_ticks))
-    lo, hi = (float(np.nanmin(x)), float(np.nanmax(x))) if x.size else (-1.0, 1.0)
+    shown_x = x[np.isfinite(x)]  # inputs may hold inf and nan: the ticks span the finite ones
+    lo, hi = (float(shown_x.min()), float(shown_x.max())) if shown_x.size else (-1.0, 1.0)
     ax.xaxis.set_major_locator(FixedLocator(symlog_ticks(lo, hi, linthresh)))
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(FuncFormatter(plain_number))
