@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import math
 from fractions import Fraction
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -264,3 +266,49 @@ def test_ulp_of_is_goldbergs_ulp_from_the_spec_table(name: str) -> None:
     spec = oracles.SPECS[name]
     assert ulp_of([0.0], name)[0] == float(oracles.smallest_subnormal(spec))
     assert math.isinf(ulp_of([np.inf], name)[0])
+
+
+def _shown_tick_labels(ax: Any, axis: str) -> list[Any]:
+    """The tick labels drawn inside the axis' limits (a separate reading of the drawn figure)."""
+    lo, hi = sorted(ax.get_xlim() if axis == "x" else ax.get_ylim())
+    ticks = ax.get_xticks() if axis == "x" else ax.get_yticks()
+    labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    return [label for tick, label in zip(ticks, labels, strict=True) if lo <= tick <= hi]
+
+
+def test_accuracy_figure_is_readable_for_a_room() -> None:
+    """Issue #28 item 9: distances start at 0, ticks are round plain numbers that do not overlap,
+    axes are titled and legends are at least 9 pt (11 px at the app's 90 dpi)."""
+    import re
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from explorer.analysis.accumulation import summation_study
+    from explorer.plots.accuracy import accuracy_figure
+
+    result = accuracy("exp", "float16", ("numpy", "emulated"))
+    fig = accuracy_figure(result, summation_study("float16", n=2000))
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    ulp_ax, sum_ax = fig.axes
+    assert ulp_ax.get_ylim()[0] == 0.0  # ulp_error cannot be negative
+    assert sum_ax.get_ylim()[0] == 0.0  # nor a running sum of uniform [0, 1) terms
+    assert sum_ax.get_xlim()[0] == 0.0
+    plain = re.compile(r"^[-\u2212]?\d+(\.\d+)?(e[-+]\d+)?$")
+    for ax in (ulp_ax, sum_ax):
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+        assert ax.get_legend() is not None
+        assert min(t.get_fontsize() for t in ax.get_legend().get_texts()) >= 9
+        for axis in ("x", "y"):
+            shown = _shown_tick_labels(ax, axis)
+            assert len(shown) >= 2
+            texts = [t.get_text() for t in shown]
+            assert all(plain.match(text) for text in texts), texts  # no 5.25286x10^-1
+            boxes = [t.get_window_extent(renderer) for t in shown]
+            for a, b in itertools.pairwise(boxes):
+                assert not a.overlaps(b), texts
+    # the ulp_error's ticks: 0, the correctly rounded bound 0.5, then powers of ten
+    values = [float(t.get_text()) for t in _shown_tick_labels(ulp_ax, "y")]
+    assert values[:3] == [0.0, 0.5, 1.0]
+    # the legend below the ulp plot stays clear of the running-sum plot
+    assert ulp_ax.get_legend().get_window_extent(renderer).y0 > sum_ax.get_window_extent(renderer).y1

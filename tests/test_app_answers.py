@@ -420,6 +420,67 @@ def test_training_results_table_has_readable_numbers_and_no_none(app: Any) -> No
     assert "0.30324396084655414" in markup  # the exact value stays, as hover text
 
 
+def test_training_histogram_legend_leaves_the_float16_band_clear() -> None:
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import to_rgba
+
+    from explorer.app.training_tab import LiveRun
+    from explorer.plots.palette import format_color
+    from explorer.plots.training import live_training_figure
+    from explorer.training import POLICIES, GradientHistogram
+
+    edges = list(np.arange(-40.0, 11.0))
+    runs = [
+        LiveRun(p, histograms=[GradientHistogram(p, 10, "float16", edges, [5] * 50, 3, 0, 253, None)])
+        for p in POLICIES  # every Keras policy trained at once: the longest legend
+    ]
+    fig = live_training_figure(runs)
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    (hist_ax,) = [ax for ax in fig.axes if ax.get_legend() and "log2" in ax.get_xlabel()]
+    legend = hist_ax.get_legend().get_window_extent(renderer)
+    band_colour = to_rgba(format_color("float16"))[:3]
+    (name,) = [t.get_window_extent(renderer) for t in hist_ax.texts if t.get_text() == "float16"]
+    bands = [
+        box
+        for c in hist_ax.collections
+        if len(c.get_facecolor()) and tuple(c.get_facecolor()[0][:3]) == band_colour
+        for box in [c.get_window_extent(renderer)]
+        if box.y0 <= (name.y0 + name.y1) / 2 <= box.y1  # the band the "float16" name sits on
+    ]
+    assert len(bands) == 2  # the subnormal part and the normal part of float16's range
+    assert not any(legend.overlaps(band) for band in bands)
+    assert legend.y1 <= hist_ax.get_window_extent(renderer).y0  # below the bands and bars, not on them
+    assert not legend.overlaps(hist_ax.xaxis.label.get_window_extent(renderer))
+    assert fig.bbox.contains(legend.x0, legend.y0) and fig.bbox.contains(legend.x1, legend.y1)
+
+
+def test_training_panel_keeps_done_when_a_late_redraw_reports_progress(app: Any) -> None:
+    """The redraw thread may report its earlier snapshot after the job ended: the panel keeps
+    "training: done", not "starting its worker"; runs not finished at the end say so."""
+    from explorer.app.jobs import Job
+    from explorer.training.parallel import RunStatus
+
+    tab = app.tabs["training"]
+    contexts: list[Any] = []
+    job = Job("training", contexts.append)
+    tab.panel.attach(job)
+    job.start().wait(10)
+    assert tab.panel.label.value.startswith("training: done")
+    tab._build_bars(["float16"])
+    tab.statuses = {"float16": RunStatus("float16", "starting")}
+    tab.job = job
+    tab.sync_progress(contexts[0])  # the late report, with the stale "starting" snapshot
+    assert tab.panel.label.value.startswith("training: done"), tab.panel.label.value
+    assert job.message == "" and job.fraction == 1.0
+    tab._finished(job)
+    (row,) = tab.run_bars.children
+    assert "starting" not in row.children[2].value and tab.statuses["float16"].finished
+    tab.job, tab.statuses = None, {}
+    tab._build_bars([])
+
+
 # ------------------------------------------------------------------------------- (12) focus
 
 

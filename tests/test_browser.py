@@ -145,6 +145,15 @@ def test_voila_serves_the_app_and_dtype_changes_kernels_view(browser: Any, voila
 TRUNCATED_BUTTONS_JS = """() => [...document.querySelectorAll('.px-app button')]
     .filter(b => b.offsetParent !== null && b.scrollWidth > b.clientWidth)
     .map(b => `${b.textContent.trim()} (${b.scrollWidth} > ${b.clientWidth})`)"""
+#: the elements of the Explain result that reach past its panel (or make it scroll sideways)
+EXPLAIN_WIDER_THAN_PANEL_JS = """() => {
+    const panel = document.querySelector('.px-tab-explain .px-explain-details');
+    const right = panel.getBoundingClientRect().right + 1;
+    const wide = [...panel.querySelectorAll('*')].filter(e => e.getBoundingClientRect().right > right)
+        .map(e => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().right)} > ${right}`);
+    if (panel.scrollWidth > panel.clientWidth) wide.push(`panel ${panel.scrollWidth} > ${panel.clientWidth}`);
+    return wide.slice(0, 8);
+}"""
 VISIBLE_BUTTONS_JS = (
     "() => [...document.querySelectorAll('.px-app button')].filter(b => b.offsetParent !== null).length"
 )
@@ -183,6 +192,16 @@ def test_voila_no_button_label_is_truncated(
                     " el.innerText]",
                 )
                 assert fits[0] and fits[1] and fits[2].startswith(("Yes:", "No:")), (size, fits)
+            if key == "explain" and width == 1024:  # the history strip and sentences wrap (item 2)
+                page.fill(".px-explain-text textarea", ORIGINAL_ERROR)
+                page.click(".px-explain-button")
+                page.wait_for_function(  # the answer: the history strip up to the first release
+                    "() => { const d = document.querySelector('.px-explain-details');"
+                    " return d !== null && d.textContent.includes('first release with a kernel'); }",
+                    timeout=120_000,
+                )
+                wider = page.evaluate(EXPLAIN_WIDER_THAN_PANEL_JS)
+                assert not wider, f"Explain at {width}x{height}: elements wider than the panel: {wider}"
         shoot(page, f"voila-buttons-{width}x{height}")
         assert not truncated, f"truncated buttons at {width}x{height}: {truncated}"
         # a button reached by the keyboard shows a ring of at least 2 px (issue 28, item 12)

@@ -69,17 +69,20 @@ def history_colors(status: str) -> tuple[str, str]:
 
 
 def _history_html(result: dict[str, Any]) -> str:
+    """One chip per release in a strip that wraps (a table row ran off the panel at 1024 px).
+
+    >>> strip = _history_html({"history": [{"version": "2.18.0", "status": "ok", "reason": ""}]})
+    >>> strip.startswith("<div class='px-explain-history'>"), ">2.18.0<br>ok</span>" in strip
+    (True, True)
+    """
     cells: list[str] = []
     for h in result["history"]:
         background, ink = history_colors(str(h["status"]))
         cells.append(
-            f"<td title='{_e(h['reason'] or h['status'])}' style='padding:2px 6px;color:{ink};"
-            f"background:{background}'>{_e(h['version'])}<br>{_e(h['status'])}</td>"
+            f"<span class='px-explain-chip' title='{_e(h['reason'] or h['status'])}' "
+            f"style='color:{ink};background:{background}'>{_e(h['version'])}<br>{_e(h['status'])}</span>"
         )
-    return (
-        "<table style='border-collapse:separate;border-spacing:2px;font-size:85%'>"
-        f"<tr>{''.join(cells)}</tr></table>"
-    )
+    return f"<div class='px-explain-history'>{''.join(cells)}</div>"
 
 
 def result_html(result: dict[str, Any]) -> str:

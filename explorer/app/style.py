@@ -129,6 +129,15 @@ CSS = """
 }
 .px-app .px-kernels-main > * { min-width: 0; max-width: 100%; }
 .px-app .px-kernels-cell > .widget-html-content { white-space: normal; line-height: 1.35; }
+.px-app .px-explain-result { max-width: 100%; }
+.px-app .px-explain-facts { width: 100%; }
+.px-app .px-explain-facts td, .px-app .px-explain-result p, .px-app .px-explain-result code {
+  overflow-wrap: anywhere;
+}
+.px-app .px-explain-history {
+  display: flex; flex-wrap: wrap; gap: 2px; margin-bottom: 2px; font-size: 85%; line-height: 1.25;
+}
+.px-app .px-explain-chip { padding: 2px 6px; }
 .px-app pre, .px-app code, .px-app .px-code {
   font-family: var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace);
 }

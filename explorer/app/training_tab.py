@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import ipywidgets as widgets
@@ -147,6 +147,8 @@ class TrainingTab(Tab):
         self._bars: dict[str, tuple[widgets.FloatProgress, widgets.Label]] = {}
         self._overall = ""
         self._runs_lock = threading.Lock()
+        #: orders the progress writes as their snapshots (a redraw's older one never lands last)
+        self._progress_lock = threading.RLock()
 
     # ------------------------------------------------------------------ state binding
 
@@ -242,21 +244,22 @@ class TrainingTab(Tab):
     def sync_progress(self, ctx: JobContext | None = None) -> str:
         """Draw every run's bar and line, the overall bar and line, and the status message from one
         snapshot of the runs' statuses; returns the overall line."""
-        with self._runs_lock:
-            statuses = list(self.statuses.values())
-        line = overall_line(statuses)
-        self._overall = line
-        for status in statuses:
-            pair = self._bars.get(status.policy)
-            if pair is not None:
-                bar, label = pair
-                bar.value = status.fraction
-                bar.bar_style = _BAR_STYLES.get(status.state, "")
-                label.value = status.describe()
-        if ctx is not None:
-            ctx.progress(overall_fraction(statuses), line)
-        if self.job is not None and self.job.running:
-            self.show_message(f"Training: {line}", "loading")
+        with self._progress_lock:
+            with self._runs_lock:
+                statuses = list(self.statuses.values())
+            line = overall_line(statuses)
+            self._overall = line
+            for status in statuses:
+                pair = self._bars.get(status.policy)
+                if pair is not None:
+                    bar, label = pair
+                    bar.value = status.fraction
+                    bar.bar_style = _BAR_STYLES.get(status.state, "")
+                    label.value = status.describe()
+            if ctx is not None:
+                ctx.progress(overall_fraction(statuses), line)  # ignored once the job has ended
+            if self.job is not None and self.job.running:
+                self.show_message(f"Training: {line}", "loading")
         return line
 
     def _redraw_loop(self, ctx: JobContext) -> None:
@@ -275,6 +278,11 @@ class TrainingTab(Tab):
                 self.refresh()
 
     def _finished(self, job: Job) -> None:
+        with self._runs_lock:  # no run is left "starting its worker" once the job has ended
+            for policy, status in self.statuses.items():
+                if not status.finished:
+                    ended = "failed" if job.status == "failed" else "cancelled"
+                    self.statuses[policy] = replace(status, state=ended, error=job.error)
         self.sync_progress()
         self.refresh()
         if job.status == "failed":

@@ -53,9 +53,12 @@ def plot_running_sum(study: Any, ax: Any = None) -> Any:
         linestyle=":",
         label=f"exact: {study.exact_final:.6g}",
     )
+    ax.set_xlim(0, study.n)
+    if min(float(np.min(sums)) for sums in study.running.values()) >= 0 and study.exact_final >= 0:
+        ax.set_ylim(bottom=0)  # a sum of non-negative terms: the axis does not run below zero
     ax.set_xlabel("number of terms N")
     ax.set_ylabel("running sum" if hasattr(study, "distribution") else "running dot product")
     what = getattr(study, "distribution", "uniform")
     ax.set_title(f"{study.n:,} {what} terms rounded to {study.format}", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=9, loc="upper left")
     return ax.figure

@@ -66,22 +66,40 @@ def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000, measur
             alpha=0.7,
             label=_label(name, result.by_backend(name)),
         )
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
     from explorer.formats import resolve
+    from explorer.plots._layout import plain_number, symlog_ticks
 
     if measure == "ulp_error" and values:
         ax.axhline(0.5, color=GUIDE_LINE, linestyle="--", linewidth=0.8)
     # linear through the subnormals, logarithmic from the smallest normal on
-    ax.set_xscale("symlog", linthresh=resolve(result.format).smallest_normal)
+    linthresh = resolve(result.format).smallest_normal
+    ax.set_xscale("symlog", linthresh=linthresh)
     # linear up to 1 (where every correctly rounded ulp_error lies), logarithmic above
     ax.set_yscale("symlog", linthresh=1.0, linscale=1.0 if measure == "ulp_steps" else 2.0)
-    ax.set_xlabel("input x" if len(result.inputs) == 1 else "first input a")
-    ax.set_ylabel(f"{measure} ({result.format})", fontsize=8)
+    # both measures are distances: the y axis starts at 0 and ends on a round value
+    finite = [e[np.isfinite(e)] for e in values.values()]
+    top = max((float(e.max()) for e in finite if e.size), default=1.0)
+    y_ticks = [t for t in symlog_ticks(0.0, max(top, 1.0) * 1.5, 1.0) if t >= 0]
+    if measure == "ulp_error":
+        y_ticks = sorted({*y_ticks, 0.5})
+    ax.set_ylim(0.0, max(y_ticks[-1], top) * (1.6 if top > 1 else 1.15))
+    ax.yaxis.set_major_locator(FixedLocator(y_ticks))
+    shown_x = x[np.isfinite(x)]  # inputs may hold inf and nan: the ticks span the finite ones
+    lo, hi = (float(shown_x.min()), float(shown_x.max())) if shown_x.size else (-1.0, 1.0)
+    ax.xaxis.set_major_locator(FixedLocator(symlog_ticks(lo, hi, linthresh)))
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(plain_number))
+        axis.set_minor_locator(NullLocator())
+    ax.set_xlabel("input x" if len(result.inputs) == 1 else "first input a", fontsize=10)
+    ax.set_ylabel(f"{measure} ({result.format})", fontsize=10)
     ax.set_title(
         f"{result.op} in {result.format}: {MEASURE_LABELS[measure]}, against float64 correctly rounded",
-        fontsize=9,
+        fontsize=10,
     )
     if values:
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
+        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
     else:
         ax.text(0.5, 0.5, "no backend ran", transform=ax.transAxes, ha="center")
     return ax.figure

@@ -191,7 +191,8 @@ def plot_gradient_histogram(
     ax.set_ylabel("fraction of gradient elements")
     ax.set_ylim(0, top * 1.1 + len(fmts) * band * 1.5 + band)
     ax.set_title("gradients vs representable ranges (light: subnormal; left of band: zero)", fontsize="small")
-    ax.legend(fontsize="x-small", loc="center right")
+    # below the axes, under the x label: inside, it covered the bands it is read against
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     ax.grid(alpha=0.2)
     return ax
 

@@ -100,6 +100,8 @@ class Job:
         self._work = work
         self._cancel = threading.Event()
         self._done = threading.Event()
+        #: orders progress reports against the job's end: none is shown after it
+        self._end_lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._progress_callbacks: list[Callable[[Job], None]] = []
         self._done_callbacks: list[Callable[[Job], None]] = []
@@ -162,24 +164,30 @@ class Job:
         return self.result
 
     def _set_progress(self, fraction: float, message: str) -> None:
-        self.fraction = fraction
-        self.message = message
-        self._fire(self._progress_callbacks)
+        with self._end_lock:
+            if self.status != "running":  # a late report (another thread) must not undo the end
+                return
+            self.fraction = fraction
+            self.message = message
+            self._fire(self._progress_callbacks)
 
     def _run(self) -> None:
         start = time.perf_counter()
+        status = "done"
         try:
             self.result = self._work(JobContext(self))
-            self.status = "cancelled" if self._cancel.is_set() else "done"
+            status = "cancelled" if self._cancel.is_set() else "done"
         except JobCancelled:
-            self.status = "cancelled"
+            status = "cancelled"
         except Exception as exc:  # shown in the tab as a message, never a traceback
             self.error = f"{type(exc).__name__}: {exc}"
             self.exception = exc
-            self.status = "failed"
-        self.seconds = time.perf_counter() - start
-        if self.status == "done":
-            self.fraction = 1.0
+            status = "failed"
+        with self._end_lock:
+            self.status = status
+            self.seconds = time.perf_counter() - start
+            if status == "done":
+                self.fraction = 1.0
         try:
             self._fire(self._done_callbacks)  # the UI is up to date when wait() returns
         finally:

@@ -108,6 +108,8 @@ def overall_line(statuses: Sequence[RunStatus]) -> str:
 
     >>> overall_line([RunStatus("a", "done", 10, 10), RunStatus("b", "training", 5, 10)])
     '1 training, 1 done: 75% of the steps'
+    >>> overall_line([RunStatus("float16"), RunStatus("float32", "starting")])
+    '1 queued, 1 starting: 0% of the steps (1 worker loading TensorFlow; the steps count after)'
     """
     if not statuses:
         return "no runs"
@@ -116,6 +118,10 @@ def overall_line(statuses: Sequence[RunStatus]) -> str:
     line = ", ".join(parts)
     if not all(s.finished for s in statuses):
         line += f": {overall_fraction(statuses):.0%} of the steps"
+    loading = sum(s.state == "starting" and s.policy != FP8_POLICY for s in statuses)
+    if loading:
+        workers = "1 worker" if loading == 1 else f"{loading} workers"
+        line += f" ({workers} loading TensorFlow; the steps count after)"
     return line
 
 
