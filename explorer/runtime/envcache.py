@@ -22,11 +22,12 @@ import logging
 import os
 import platform
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from explorer.runtime.atomic_file import write_bytes_atomically
 
 log = logging.getLogger(__name__)
 
@@ -179,21 +180,11 @@ def read_json(path: str | Path) -> Any | None:
 
 
 def write_json_atomic(path: str | Path, data: Any) -> Path:
-    """Write ``data`` as JSON to ``path`` atomically (temp file + ``os.replace``)."""
+    """Write ``data`` as JSON to ``path`` atomically (temp file + ``os.replace``), making its
+    folder (a cache folder of explorer's own) if need be."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, default=str)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return path
+    return write_bytes_atomically(path, json.dumps(data, default=str).encode("utf-8"))
 
 
 def write_cache_json(path: str | Path, data: Any) -> bool:
