@@ -9,6 +9,7 @@ import html
 import importlib.metadata
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import ml_dtypes
@@ -35,10 +36,16 @@ ISSUE_TERMS = (
 
 
 @pytest.fixture(scope="module")
-def app() -> Any:
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The app, with an explorer cache of the module's own: what it says of probes never
+    depends on what other tests (or the user) stored."""
     import explorer
 
-    return explorer.App(load_tensorflow=False, op="range", dtypes=["float16"], backends=["numpy", "emulated"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PX_CACHE_DIR", str(tmp_path_factory.mktemp("answers") / "cache"))
+        yield explorer.App(
+            load_tensorflow=False, op="range", dtypes=["float16"], backends=["numpy", "emulated"]
+        )
 
 
 @pytest.fixture(autouse=True)
