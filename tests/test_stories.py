@@ -805,7 +805,7 @@ def test_story_explain_the_original_error(app: Any) -> None:
     assert shown.get("device", "").startswith("CPU"), shown
     hist = next((v for k, v in shown.items() if k.startswith("history")), "")
     assert f"first release with a kernel: {first}" in hist, hist
-    boxes = page.locator(".px-explain-facts td[title]").all_inner_texts()
+    boxes = page.locator(".px-explain-facts .px-explain-chip").all_inner_texts()
     on_screen = tuple(tuple(b.split()[:2]) for b in boxes)
     assert on_screen == history, f"history on screen {on_screen}\nshipped files {history}"
     text = bs.visible_text(page, ".px-tab-explain")
