@@ -72,8 +72,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VoilaServer]:
         app.stop()
 
 
+#: a kernel id that no server has (fixed, so that every collection of the suite names the same tests)
+NO_SUCH_KERNEL = "6a1f3c1e-0000-4000-8000-000000000000"
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("path", ["/", "/voila/static/voila.js", "/api/kernels/6a1f3c1e-0000-4000-8000-000000000000/channels"])
+@pytest.mark.parametrize("path", ["/", "/voila/static/voila.js", f"/api/kernels/{NO_SUCH_KERNEL}/channels"])
 @pytest.mark.parametrize(
     "host", ["evil.example.com", "evil.example.com:{port}", "localhost.evil.example.com"]
 )
