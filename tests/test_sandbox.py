@@ -98,15 +98,16 @@ def test_run_rejects_bad_names_before_starting_a_worker(sandbox):
 def test_map_hang_costs_only_its_item(sandbox):
     seen: list[ItemResult] = []
     start = time.monotonic()
-    results = sandbox.map("faults", faults.behave, ["a", "hang", "b", "c"], 2, on_result=seen.append)
+    # 6 s per item: long enough for a fresh worker to answer at a load of 15 (2 s was not)
+    results = sandbox.map("faults", faults.behave, ["a", "hang", "b", "c"], 6, on_result=seen.append)
     elapsed = time.monotonic() - start
     assert [r.index for r in results] == [0, 1, 2, 3]
     assert seen == results  # every result was reported, in order
-    assert isinstance(results[1].error, SandboxTimeout) and results[1].error.timeout == 2
+    assert isinstance(results[1].error, SandboxTimeout) and results[1].error.timeout == 6
     assert [r.value[0] for r in (results[0], results[2], results[3])] == ["a", "b", "c"]
     assert results[0].value[1] != results[2].value[1] == results[3].value[1]  # the rest ran in a new worker
     assert sandbox.replaced == [("faults", str(results[1].error))]
-    assert 2 <= elapsed < 60  # the hang cost its time limit, not the batch's (generous sanity bound)
+    assert 6 <= elapsed < 60  # the hang cost its time limit, not the batch's (generous sanity bound)
 
 
 def test_map_crash_costs_only_its_item(sandbox):
