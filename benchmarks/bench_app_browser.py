@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_app_browser [--loads 5] [--repeats 20] [--json]
         [--preheat [N]] [--first-paint-only]
+    python -m benchmarks.bench_app_browser --cold-vs-default [--loads 5] [--write]
     python -m benchmarks.run app_browser
 
 (from the repository root: the Voila server and Chromium come from :mod:`tests.support`).
@@ -23,6 +24,13 @@
   the value), clicking a heatmap cell (two cells alternately; the cell details change).
   The first pass of each cycle computes; later ones may be served from the app's caches: both
   are in the figures, and the first value is reported apart.
+
+``--cold-vs-default`` measures first paint twice, each on a fresh server: without a pool
+(``precision-explorer app --preheat 0``: each load starts a kernel that runs the notebook then)
+and with ``precision-explorer app``'s default pool of one warm kernel
+(:data:`explorer.cli.app.DEFAULT_PREHEAT`, each load once the pool is warm again, as the first
+visitor of a server started a little before finds it); ``--write`` keeps the table in
+``benchmarks/results/app_browser_default.md``.
 
 ``--preheat [N]`` starts the server as ``precision-explorer app --preheat N`` does (a pool of
 pre-executed kernels); without it every load starts a kernel that runs the notebook then (as
@@ -323,6 +331,52 @@ def run() -> list[tuple[str, float, str]]:
     return figures
 
 
+DEFAULT_RESULTS = ROOT / "benchmarks" / "results" / "app_browser_default.md"
+
+
+def cold_vs_default(loads: int) -> str:
+    """First paint without a pool and with the app's default pool, as a markdown table."""
+    from explorer.cli.app import DEFAULT_PREHEAT
+
+    runs = {
+        "no pool (--preheat 0)": measure_all(loads, preheat=0, interactions_too=False),
+        f"default (a pool of {DEFAULT_PREHEAT})": measure_all(
+            loads, preheat=DEFAULT_PREHEAT, interactions_too=False
+        ),
+    }
+    code = _code_state()
+    lines = [
+        "# First paint: no pool against `precision-explorer app`'s default warm kernel",
+        "",
+        f"`python -m benchmarks.bench_app_browser --cold-vs-default --loads {loads} --write` at commit "
+        f"{code['commit']} (uncommitted changes: {code['uncommitted_changes']}); each server fresh, "
+        f"{loads} page loads each in a new browser context at 1400x1000, milliseconds from navigation "
+        "start. With the pool, each load comes once the pool is warm again.",
+        "",
+        "| server | measure | n | median ms | p95 ms | max ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    names = {
+        "preview_table": "first view (preview table)",
+        "app_visible": "app interactive",
+        "kernels_view": "Kernels view",
+    }
+    for server, result in runs.items():
+        for key, label in names.items():
+            got = result["first_paint"].get(key, {})
+            if not got.get("n"):
+                lines.append(f"| {server} | {label} | 0 | - | - | - |")
+                continue
+            lines.append(
+                f"| {server} | {label} | {got['n']} | {got['median_ms']:.0f} | {got['p95_ms']:.0f} "
+                f"| {got['max_ms']:.0f} |"
+            )
+        note = result["first_paint"].get("preview_table", {}).get("note")
+        if note:
+            lines.append(f"| {server} | note | {note} | | | |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loads", type=int, default=5, help="fresh page loads for first paint (default 5)")
@@ -340,9 +394,25 @@ def main(argv: list[str] | None = None) -> int:
         help="serve with a pool of N pre-heated kernels (app --preheat N; default 2), measured once warm",
     )
     parser.add_argument("--first-paint-only", action="store_true", help="measure first paint only")
+    parser.add_argument(
+        "--cold-vs-default",
+        action="store_true",
+        help="first paint without a pool and with app's default pool of one (two fresh servers)",
+    )
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help=f"with --cold-vs-default: write {DEFAULT_RESULTS.relative_to(ROOT)}",
+    )
     args = parser.parse_args(argv)
     if args.loads < 1 or args.repeats < 1:
         parser.error("--loads and --repeats must be at least 1")
+    if args.cold_vs_default:
+        table = cold_vs_default(args.loads)
+        print(table)
+        if args.write:
+            DEFAULT_RESULTS.write_text(table)
+        return 0
     start = time.perf_counter()
     result = measure_all(
         args.loads, args.repeats, preheat=args.preheat, interactions_too=not args.first_paint_only

@@ -103,9 +103,11 @@ def reading(kernel: int, label: str, seconds: float | None = None) -> dict[str, 
 
 
 def start_server(tmp: Path, fresh_cache: bool, preheat: bool) -> VoilaServer:
-    """``precision-explorer app --max-kernels 6`` (``--preheat``); an empty cache when ``fresh_cache``."""
+    """``precision-explorer app --max-kernels 6`` (``--preheat``, else ``--preheat 0``); an empty cache
+    when ``fresh_cache``."""
     env = {"PX_CACHE_DIR": str(tmp / "cache")} if fresh_cache else {}
-    return start_app(tmp, "--max-kernels", "6", *(["--preheat"] if preheat else []), env=env, timeout=90)
+    pool = ["--preheat"] if preheat else ["--preheat", "0"]  # 0: the visitor's kernel is a new one
+    return start_app(tmp, "--max-kernels", "6", *pool, env=env, timeout=90)
 
 
 def wait_for_new_kernel(server: int, known: set[int], timeout: float = 60.0) -> int:

@@ -85,7 +85,9 @@ def test_v1_header_reads_v1_frames_and_rejects_legacy_and_broken_ones() -> None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VoilaServer]:
     tmp = tmp_path_factory.mktemp("resilience")
-    app = voila.start_app(tmp, "--max-kernels=3", notebook=write_notebook(tmp / "image.ipynb", IMAGE_CELL))
+    app = voila.start_app(
+        tmp, "--max-kernels=3", "--preheat=0", notebook=write_notebook(tmp / "image.ipynb", IMAGE_CELL)
+    )
     try:
         yield app
     finally:

@@ -360,3 +360,97 @@ def test_concurrent_starts_never_exceed_the_cap(tmp_path: Path) -> None:
     assert sum(isinstance(r, str) for r in results) == 1
     full = [r for r in results if isinstance(r, ServerFull)]
     assert len(full) == 2 and all(r.status_code == 503 and r.visitors == 1 for r in full)
+
+
+# ------------------------------------------------------------------ the default pool of one warm kernel
+
+
+def _dry_run_command(capsys: pytest.CaptureFixture[str], notebook: Path, *options: str) -> list[str]:
+    import json
+
+    from explorer.cli import main
+
+    assert main(["app", "--dry-run", "--json", "--notebook", str(notebook), *options]) == 0
+    command: list[str] = json.loads(capsys.readouterr().out)["result"]["command"]
+    return command
+
+
+@pytest.mark.parametrize(
+    ("options", "pool"),
+    [
+        ([], 1),
+        (["--max-kernels", "1"], 0),
+        (["--preheat", "0"], 0),
+        (["--preheat"], 2),
+        (["--preheat", "3"], 3),
+    ],
+)
+def test_the_default_is_a_pool_of_one_warm_kernel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], pool: int
+) -> None:
+    command = _dry_run_command(capsys, write_notebook(tmp_path / "nb.ipynb"), *options)
+    assert ("--preheat_kernel=True" in command) == (pool > 0)
+    assert [arg for arg in command if arg.startswith("--pool_size=")] == (
+        [f"--pool_size={pool}"] if pool else []
+    )
+
+
+def test_voila_parses_the_app_command_without_a_deprecation_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Voila's own parser takes every option of the command under warnings-as-errors (traitlets
+    deprecates ``{...}``/``[...]`` literals for dict and list options) and gets the settings."""
+    import warnings
+
+    from explorer.cli.app import PAGE_EXTENSIONS
+    from explorer.server.voila_main import WorkshopVoila
+
+    command = _dry_run_command(capsys, write_notebook(tmp_path / "nb.ipynb"))
+    voila_args = command[command.index("explorer.server.voila_main") + 1 :]
+    app = WorkshopVoila()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        app.parse_command_line(voila_args)
+    assert app.config.Voila.tornado_settings["disable_check_xsrf"]  # tornado's test is truthiness
+    assert app.config.VoilaConfiguration.extension_allowlist == list(PAGE_EXTENSIONS)
+
+
+def test_the_help_quotes_the_warm_kernels_memory_from_the_benchmark(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``app --help`` says what the warm kernel holds: the figure benchmarks/results/warm_kernel.md
+    (written by ``python -m benchmarks.bench_warm_kernel --write``) gives for ``--help``."""
+    from explorer.cli import main
+
+    results = (Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "warm_kernel.md").read_text()
+    match = re.search(
+        r"^help figure \(median PSS of the warm kernel, rounded to 10 MiB\): (\d+) MiB$", results, re.M
+    )
+    assert match, results
+    with pytest.raises(SystemExit):
+        main(["app", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"holds ~{match.group(1)} MiB of memory (PSS, benchmarks/results/warm_kernel.md)" in help_text
+
+
+@pytest.mark.slow
+def test_the_first_visitor_gets_the_pooled_kernel_and_a_stop_cancels_the_refill(tmp_path: Path) -> None:
+    """Default options: a page asked for as soon as the port answers (the pool's kernel still
+    starting) is served from that kernel, not from a second one started for it; the refill
+    that follows waits out its delay, and stopping the server then cancels it."""
+    app = start_app(tmp_path, "--max-kernels=3")
+    try:
+        status, _, page = get(app.port, "/")
+        assert status == 200, page[-2000:]
+        kid = kernel_id(page)
+        log = app.log_text()
+        assert f"Using pre-heated kernel: {kid}" in log, log[-3000:]
+        started = re.findall(r"Kernel started: ([0-9a-f-]+)", log)
+        assert started[0] == kid, log[-3000:]
+        app.proc.send_signal(signal.SIGTERM)
+        app.proc.wait(60)
+        log = app.log_text()
+        assert "1 pre-heated pool refill(s) cancelled before their delay ran out" in log, log[-3000:]
+        assert re.findall(r"Kernel started: ([0-9a-f-]+)", log) == [kid], log[-3000:]
+    finally:
+        app.stop()

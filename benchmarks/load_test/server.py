@@ -38,8 +38,8 @@ def app_options(cfg: Config) -> list[str]:
     """The options of ``precision-explorer app`` this run gives (port and notebook aside)."""
     options = ["--cull-idle-timeout", str(cfg.cull_idle_timeout), "--cull-interval", str(cfg.cull_interval)]
     options += ["--max-kernels", str(cfg.kernel_cap())]
-    if cfg.preheat:
-        options += ["--preheat", str(cfg.preheat)]
+    # always said: without --preheat the app keeps a pool of one, which the run would not count
+    options += ["--preheat", str(cfg.preheat)]
     return options
 
 

@@ -15,6 +15,11 @@ Workshop mode:
   for the shipped notebook the server's own copy (:func:`start_first_view`, written once as the
   server starts) comes at the top of the page, before the visitor's kernel has started; the
   notebook's copy comes with its output;
+- one kernel that has already run the notebook waits for the first visitor (a pool of one,
+  refilled ``REFILL_DELAY_S`` seconds after a visitor takes it; ``--preheat N`` for more, ``--preheat
+  0`` for none, none with ``--max-kernels 1``): their page comes from a warm kernel, and one
+  arriving while that kernel still starts waits for it
+  (:meth:`explorer.server.kernels.CappedKernelManager.wait_for_pool`);
 - at most ``--training-slots`` training runs (worker processes) train at once on the
   machine, whichever visitor started them; the others wait in a first-come-first-served
   queue (:mod:`explorer.training.queue`).  The setting reaches every kernel as
@@ -159,10 +164,27 @@ def start_first_view(template_root: Path) -> subprocess.Popen[bytes]:
 
 #: Kernels kept warm by a bare ``--preheat`` (they count towards ``--max-kernels``).
 PREHEAT_POOL_SIZE = 2
+#: Kernels kept warm without ``--preheat`` (none when ``--max-kernels 1``: the pool would take
+#: the only slot): the first visitor gets a kernel that has already run the notebook.
+DEFAULT_PREHEAT = 1
+#: What the warm kernel holds in memory, MiB: the median PSS of the pooled kernel process
+#: (``python -m benchmarks.bench_warm_kernel --write``, benchmarks/results/warm_kernel.md;
+#: a test checks that the two agree).
+WARM_KERNEL_PSS_MIB = 120
 #: Seconds Voila waits before it replaces a pre-heated kernel a visitor took (Voila's default
 #: is 1 s): the new kernel runs the notebook, which would compete for the CPU with that
 #: visitor's page while it loads.
 REFILL_DELAY_S = 10
+
+
+def default_preheat(max_kernels: int) -> int:
+    """Kernels kept warm when ``--preheat`` is not given: :data:`DEFAULT_PREHEAT`, or none when
+    ``max_kernels`` leaves no room beside the pool.
+
+    >>> default_preheat(40), default_preheat(1)
+    (1, 0)
+    """
+    return DEFAULT_PREHEAT if max_kernels > DEFAULT_PREHEAT else 0
 
 
 def check_limits(
@@ -191,7 +213,7 @@ def voila_command(
     open_browser: bool = False,
     cull_idle_timeout: int = DEFAULT_CULL_IDLE_TIMEOUT,
     cull_interval: int = 60,
-    preheat: int = 0,
+    preheat: int | None = None,
     offline_template: bool = True,
     max_kernels: int | None = None,
     allowed_hosts: Sequence[str] = (),
@@ -199,13 +221,15 @@ def voila_command(
 ) -> list[str]:
     """The Voila command line for workshop mode on 127.0.0.1.
 
-    ``max_kernels`` None means :func:`~explorer.server.limits.default_max_kernels`;
+    ``max_kernels`` None means :func:`~explorer.server.limits.default_max_kernels`; ``preheat``
+    None means :func:`default_preheat` (a pool of one warm kernel), 0 no pool;
     ``allowed_hosts`` are extra ``Host`` names to answer; ``connection_dir_root`` is where
     Voila keeps its connection files (the system temp dir when None).
     """
     from explorer.server.hosts import normalize_host_name
 
     kernels = default_max_kernels() if max_kernels is None else max_kernels
+    preheat = default_preheat(kernels) if preheat is None else preheat
     check_limits(port, cull_idle_timeout, cull_interval, kernels, preheat)
     hosts = [normalize_host_name(name) for name in allowed_hosts]
     cmd = [
@@ -216,14 +240,16 @@ def voila_command(
         f"--port={port}",
         "--Voila.ip=127.0.0.1",
         "--Voila.port_retries=0",
-        "--Voila.tornado_settings={'disable_check_xsrf': True}",
+        # key=value and one option per list item: the forms traitlets 5 does not deprecate
+        # (the value reaches tornado as the string "True", which is what its truth test needs)
+        "--Voila.tornado_settings=disable_check_xsrf=True",
         f"--MappingKernelManager.cull_interval={cull_interval}",
         f"--MappingKernelManager.cull_idle_timeout={cull_idle_timeout}",
         "--MappingKernelManager.cull_connected=True",
         f"--CappedKernelManager.max_kernels={kernels}",
         *(f"--WorkshopVoila.allowed_hosts={name}" for name in hosts),
         "--VoilaExecutor.timeout=120",
-        f"--VoilaConfiguration.extension_allowlist={list(PAGE_EXTENSIONS)!r}",
+        *(f"--VoilaConfiguration.extension_allowlist={name}" for name in PAGE_EXTENSIONS),
     ]
     if connection_dir_root is not None:
         cmd.append(f"--Voila.connection_dir_root={connection_dir_root}")
@@ -310,11 +336,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=bounded_int(0, DEFAULT_MAX_KERNELS),
         nargs="?",
         const=PREHEAT_POOL_SIZE,
-        default=0,
+        default=None,
         metavar="N",
-        help="keep N kernels (default 2) that have already run the notebook, so that a visitor's page "
-        "comes at once; each is refilled as a visitor takes it, within --max-kernels (the pool "
-        "counts towards it). For a workshop: N = the expected room, --max-kernels a few more",
+        help="keep N kernels that have already run the notebook, so that a visitor's page comes at "
+        f"once; each is refilled as a visitor takes it, within --max-kernels (the pool counts "
+        f"towards it). Without --preheat: {DEFAULT_PREHEAT} (none with --max-kernels 1), which "
+        f"holds ~{WARM_KERNEL_PSS_MIB} MiB of memory (PSS, benchmarks/results/warm_kernel.md) while "
+        f"nobody uses it; --preheat 0: no "
+        f"pool, the first visitor waits for a kernel to start; a bare --preheat: "
+        f"{PREHEAT_POOL_SIZE}. For a workshop: N = the expected room, --max-kernels a few more",
     )
     parser.add_argument(
         "--cdn-template",
@@ -330,7 +360,8 @@ def check_options(args: argparse.Namespace) -> None:
     from explorer.server.hosts import normalize_host_name
 
     max_kernels = default_max_kernels() if args.max_kernels is None else args.max_kernels
-    check_limits(args.port, args.cull_idle_timeout, args.cull_interval, max_kernels, args.preheat)
+    preheat = default_preheat(max_kernels) if args.preheat is None else args.preheat
+    check_limits(args.port, args.cull_idle_timeout, args.cull_interval, max_kernels, preheat)
     for name in args.allow_host:
         normalize_host_name(name)
 

@@ -1,4 +1,11 @@
-"""``precision-explorer lab``: open JupyterLab at notebooks/explorer.ipynb."""
+"""``precision-explorer lab``: open JupyterLab at notebooks/explorer.ipynb.
+
+JupyterLab runs with a workspace of its own in a temporary directory (``--LabApp.workspaces_dir``,
+removed when Lab stops): the user's saved workspace, written for another folder, would make Lab
+restore tabs for files this server does not have, each a 404 in the browser's console.  The
+``notebook_shim`` server extension (classic-notebook settings for Jupyter Server; Lab needs none
+of it) is not loaded: loading it reads ``ServerApp.token``, which prints a DeprecationWarning.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +23,20 @@ JSON_RESULT = (
 EXIT_OTHER = "JupyterLab's own exit status once it stops"
 
 
-def lab_command(root: Path, notebook: Path, port: int, *, open_browser: bool = True) -> list[str]:
-    """The JupyterLab command line serving ``root`` on 127.0.0.1 and opening ``notebook``."""
+#: what ``--dry-run`` prints for the workspace directory a real run creates
+WORKSPACE_PLACEHOLDER = "<temporary directory>"
+
+
+def lab_command(
+    root: Path,
+    notebook: Path,
+    port: int,
+    *,
+    open_browser: bool = True,
+    workspaces_dir: Path | str | None = None,
+) -> list[str]:
+    """The JupyterLab command line serving ``root`` on 127.0.0.1 and opening ``notebook``, with its
+    workspace under ``workspaces_dir`` (Lab's default, the user's, when None)."""
     if not 0 < port < 65536:
         raise ValueError(f"port must be between 1 and 65535, got {port}")
     relative = Path(notebook).resolve().relative_to(Path(root).resolve()).as_posix()
@@ -29,7 +48,10 @@ def lab_command(root: Path, notebook: Path, port: int, *, open_browser: bool = T
         f"--port={port}",
         f"--ServerApp.root_dir={root}",
         f"--LabApp.default_url=/lab/tree/{relative}",
+        "--ServerApp.jpserver_extensions=notebook_shim=False",
     ]
+    if workspaces_dir is not None:
+        cmd.append(f"--LabApp.workspaces_dir={workspaces_dir}")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     if not open_browser:
@@ -53,8 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Start the server (or print its command with --dry-run); returns its exit status."""
+    """Start the server (or print its command with --dry-run, which creates nothing); returns its
+    exit status."""
     import subprocess
+    import tempfile
 
     from explorer.cli import print_json
     from explorer.cli.app import find_notebook
@@ -65,8 +89,10 @@ def run(args: argparse.Namespace) -> int:
     if not notebook.is_file():
         raise FileNotFoundError(f"notebook {notebook} not found")
     root = notebook.parent.parent if notebook.parent.name == "notebooks" else notebook.parent
-    cmd = lab_command(root, notebook, args.port, open_browser=not args.no_browser)
     if args.dry_run:
+        cmd = lab_command(
+            root, notebook, args.port, open_browser=not args.no_browser, workspaces_dir=WORKSPACE_PLACEHOLDER
+        )
         if args.json:
             relative = notebook.relative_to(root.resolve()).as_posix()
             url = f"http://127.0.0.1:{args.port}/lab/tree/{relative}"
@@ -74,11 +100,15 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(" ".join(cmd))
         return 0
-    try:
-        # TensorFlow's C++ logging quiet in the kernels unless --verbose (main() set it) or
-        # the environment says otherwise
-        env = dict(os.environ)
-        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        return subprocess.call(cmd, env=env)
-    except KeyboardInterrupt:
-        return 130
+    # TensorFlow's C++ logging quiet in the kernels unless --verbose (main() set it) or
+    # the environment says otherwise
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    with tempfile.TemporaryDirectory(prefix="px-lab-workspace-", ignore_cleanup_errors=True) as workspace:
+        cmd = lab_command(
+            root, notebook, args.port, open_browser=not args.no_browser, workspaces_dir=workspace
+        )
+        try:
+            return subprocess.call(cmd, env=env)
+        except KeyboardInterrupt:
+            return 130

@@ -18,6 +18,17 @@ get an error page instead of a fresh kernel.  Pooled kernels run the notebook on
 core at a time (:meth:`CappedKernelManager._initialize_in_turn`).  Each time a pooled kernel
 has run the whole notebook the manager logs :data:`POOL_READY` (Voila's own "pool is filled"
 line comes when the kernels have started, before they ran anything).
+
+A refill after a visitor took a pooled kernel waits Voila's ``fill_delay`` first.  Voila puts
+such a refill into the pool at once, as a task that sleeps out the delay: a page arriving during
+the delay would wait for it (the delay, then a kernel start) rather than start a kernel of its
+own, and stopping the server would wait for it to start a kernel only to shut it down.  Here the
+refill is a timer (:meth:`CappedKernelManager._fill_within_cap`) that puts the kernel into the
+pool when the delay is over: the pool holds only kernels being started or ready, and
+:meth:`CappedKernelManager.shutdown_all` cancels the timers.  A page that arrives while the pool's
+kernel is still starting (just after the server started) waits for it, at most
+:data:`POOL_WAIT_S` seconds (:meth:`CappedKernelManager.wait_for_pool`), rather than start a
+second, cold kernel beside it.
 """
 
 from __future__ import annotations
@@ -35,6 +46,8 @@ from explorer.server.limits import DEFAULT_MAX_KERNELS
 #: What the server logs each time a pre-heated kernel has run the whole notebook (followed by
 #: ``<ready> of <pool size> ready``): a load test or a teacher can wait for a warm pool.
 POOL_READY = "pre-heated kernel ran the notebook:"
+#: Most seconds a page waits for a pooled kernel that is still starting.
+POOL_WAIT_S = 60.0
 
 
 class ServerFull(HTTPError):
@@ -58,6 +71,8 @@ class CappedKernelManager(AsyncMappingKernelManager):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._admitted: set[str] = set()
+        #: refills waiting out Voila's ``fill_delay`` (timers; cancelled by :meth:`shutdown_all`)
+        self._refills: set[asyncio.TimerHandle] = set()
         voila_fill = getattr(type(self), "fill_if_needed", None)
         if voila_fill is not None:  # Voila's pre-heated pool: its __init__ fills the pool next
             # instance attributes shadow the pool class's methods (which override this class's)
@@ -115,9 +130,27 @@ class CappedKernelManager(AsyncMappingKernelManager):
         self, delay: float | None = None, notebook_name: str | None = None, **kwargs: Any
     ) -> None:
         """Voila's ``fill_if_needed``, when the pool's missing kernels fit under the cap (else
-        nothing: a visitor beyond the pool gets a kernel of its own, capped as always)."""
+        nothing: a visitor beyond the pool gets a kernel of its own, capped as always).
+
+        With a delay (``None`` is Voila's ``fill_delay``), the refill is a timer that calls this
+        again without one when the delay is over, so the pool never holds a kernel that is only
+        a promise (see the module doc)."""
+        wait = getattr(self, "fill_delay", 0.0) if delay is None else delay
+        if wait > 0:
+            loop = asyncio.get_event_loop()
+            handle: asyncio.TimerHandle | None = None
+
+            def refill() -> None:
+                self._refills.discard(handle)
+                self._fill_within_cap(0, notebook_name, **kwargs)
+
+            handle = loop.call_later(wait, refill)
+            self._refills.add(handle)
+            return
         pool = self._pools_now().get(notebook_name, [])
         wanted = self._pool_size(notebook_name) - len(pool)
+        if wanted <= 0:
+            return
         starting = sum(1 for item in self._pool_items() if not item.done())
         if wanted > self.max_kernels - self.kernel_count() - starting:
             self.log.info(
@@ -126,7 +159,34 @@ class CappedKernelManager(AsyncMappingKernelManager):
                 self.max_kernels,
             )
             return
-        self._voila_fill(self, delay=delay, notebook_name=notebook_name, **kwargs)
+        self._voila_fill(self, delay=0, notebook_name=notebook_name, **kwargs)
+
+    async def wait_for_pool(self, notebook_name: str | None, timeout: float = POOL_WAIT_S) -> None:
+        """Until the pool's first kernel for ``notebook_name`` has started (at most ``timeout``
+        seconds; at once when there is none, or it has started): Voila serves a page from the
+        pool only once one has, and would start a cold kernel for a page arriving before."""
+        pool = self._pools_now().get(notebook_name, [])
+        if not pool or pool[0].done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(pool[0]), timeout)
+        except Exception:  # a failed or slow start: the page gets a kernel of its own
+            self.log.warning("pre-heated kernel not started within %.0f s", timeout)
+
+    def pending_refills(self) -> int:
+        """Refills waiting out the fill delay (not in the pool yet)."""
+        return len(self._refills)
+
+    async def shutdown_all(self, now: bool = False) -> None:  # type: ignore[override]
+        """Cancel the refills still waiting out their delay, then shut every kernel down."""
+        if self._refills:
+            self.log.info(
+                "%d pre-heated pool refill(s) cancelled before their delay ran out", len(self._refills)
+            )
+        for handle in list(self._refills):
+            handle.cancel()
+        self._refills.clear()
+        await super().shutdown_all(now=now)
 
     async def _initialize_in_turn(
         self, notebook_path: str, kernel_id: str | None = None, **kwargs: Any

@@ -24,7 +24,10 @@ Why this mechanism (checked against Voila 0.5.13 and jupyter_server 2.21):
   raised by a racing start into the same page.
 - With ``--preheat_kernel=True`` Voila keeps a pool of kernels that have already run the
   notebook; :class:`~explorer.server.kernels.CappedKernelManager` refills it only within the
-  cap and logs :data:`~explorer.server.kernels.POOL_READY` as each pooled kernel is ready.
+  cap and logs :data:`~explorer.server.kernels.POOL_READY` as each pooled kernel is ready; a
+  page arriving while the pool's kernel is still starting waits for it
+  (:meth:`~explorer.server.kernels.CappedKernelManager.wait_for_pool`) instead of starting a
+  cold kernel of its own.
 - The kernel websocket is :class:`~explorer.server.websocket.KernelChannelsHandler`: the v1
   protocol only, because Voila's own handler spins on legacy-protocol binary frames.
 - Started by ``precision-explorer app``, the server stops when that launcher dies, even by
@@ -129,7 +132,11 @@ class CappedVoilaHandler(TornadoVoilaHandler):
         if self.notebook_path and path:  # single-notebook mode: other paths redirect to files
             return
         manager = self.kernel_manager
-        if manager.is_full() and not manager.get_pool_size(self.notebook_path or path):
+        notebook = self.notebook_path or path
+        if hasattr(manager, "kernel_pools_config"):  # a pre-heated pool (Voila's pool class)
+            # a page arriving while the pool's kernel still starts is served from it
+            await manager.wait_for_pool(notebook)
+        if manager.is_full() and not manager.get_pool_size(notebook):
             self.write_full_page(manager.kernel_count())
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
