@@ -28,8 +28,10 @@ import ipywidgets as widgets
 
 from explorer.app.heatmap import KernelHeatmap, speed_legend_html
 from explorer.app.jobs import Job
-from explorer.app.kernels_details import cell_html, details_html, status_key_html
+from explorer.app.kernels_chips import ReleaseChips
+from explorer.app.kernels_details import details_html, status_key_html
 from explorer.app.kernels_history import HistoryStrip
+from explorer.app.kernels_panel import CellPanel
 from explorer.app.kernels_probe import ProbeController
 from explorer.app.kernels_rows import KernelRows
 from explorer.app.kernels_snapshot import SnapshotPanel
@@ -41,7 +43,7 @@ from explorer.plots.availability import kernel_heatmap, kernel_panels
 from explorer.plots.kernel_grid import KernelGrid, kernel_grid, speed_ratios
 
 
-class KernelsTab(Tab):
+class KernelsTab(CellPanel, Tab):
     """Declared (registry) and probed kernel availability for the selection."""
 
     title = "Kernels"
@@ -88,8 +90,11 @@ class KernelsTab(Tab):
             self.snapshot_label,
             self.key_html,
         ]
+        #: the clicked cell's history strip (in the details panel)
         self.history = HistoryStrip(self.ctx)
-        self.history_box = self.history.widget
+        #: the selection's release chips above the heatmap (buttons: a press tells the release)
+        self.chips = ReleaseChips(self.ctx, self.pick_release)
+        self.history_box = self.chips.widget
         #: the interactive heatmap (shown in ``self.plot``); a click shows the cell in ``cell_details``
         self.heatmap = KernelHeatmap(on_click=self.select_cell)
         self.cell_details = widgets.HTML("").add_class("px-kernels-cell")
@@ -210,8 +215,8 @@ class KernelsTab(Tab):
             self.show_message(f"Timing failed: {job.error}", "error")
 
     def refresh(self) -> None:
-        """The history strips first (they need no TensorFlow), then the tab."""
-        self.history.update()
+        """The release chips first (they need no TensorFlow), then the tab."""
+        self.chips.update()
         super().refresh()
 
     # ------------------------------------------------------------------ drawing
@@ -372,32 +377,6 @@ class KernelsTab(Tab):
             rows, panels, op = self._shown
             self._figure = kernel_heatmap(rows, panels, highlight=op)
         return super().export(fmt, dtype)
-
-    def select_cell(self, i: int, j: int) -> None:
-        """Show cell ``(i, j)`` of the heatmap (what a click does) beside it: its status, full
-        error, explanation, workaround and release history; "every cell explained" below then
-        follows the clicked op."""
-        grid = self.heatmap.grid
-        if grid is None or not (0 <= i < grid.shape[0] and 0 <= j < grid.shape[1]):
-            return
-        column = grid.columns[j]
-        raws = [str(r["raw_op"]) for r in grid.records(i, j) if r.get("raw_op")]
-        raw_ops = tuple(dict.fromkeys(x for raw in raws for x in raw.split(",") if x))
-        history = ""
-        if column.backend == "tensorflow" and raw_ops:
-            from explorer.runtime.registry import registry_device
-
-            device_type = column.device if column.declared else registry_device(column.device, column.mode)
-            try:
-                history = self.history.html(raw_ops, (column.dtype,), device_type)
-            except Exception as exc:
-                history = message_html(f"No release history for this cell: {exc}", "warning")
-        # beside the heatmap, not above it: the heatmap stays where it is
-        self.cell_details.value = cell_html(grid, i, j) + history
-        clicked = grid.ops[i]
-        if self._shown is not None and clicked != self.state.op:  # the table follows the clicked op
-            rows = self._shown[0]
-            self.show_html(details_html(rows, clicked))
 
 
 def kernels_answers(state: Any, registry: Any, cache: Any, probed: Any = None) -> list[str]:
