@@ -524,7 +524,8 @@ def test_a_clicked_cell_is_told_beside_the_heatmap_and_the_table_follows_it(app:
     # nothing inserted above the heatmap
     assert [w.value for w in tab.chips.strips.children if isinstance(w, widgets.HTML)] == above
     (main,) = [w for w in tab.widget.children if "px-kernels-main" in w._dom_classes]
-    assert list(main.children) == [tab.plot, tab.cell_details]  # side by side (wrapping when narrow)
+    # side by side (wrapping when narrow): the heatmap, then the cell picker above the details
+    assert list(main.children) == [tab.plot, tab.side] and tab.cell_details in tab.side.children
     assert f"<h4>{grid.ops[i]}: every cell explained</h4>" in tab.details.value
 
 

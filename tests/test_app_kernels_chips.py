@@ -119,3 +119,22 @@ def test_the_panel_escapes_what_it_shows() -> None:
     assert (
         hostile.dangerous_markup(release_html(cell, {"workaround": payload, "workaround_how": payload})) == []
     )
+
+
+def test_a_keyboard_reaches_any_cell_through_the_picker(app: Any) -> None:
+    tab = app.select("kernels")
+    app.state.set(op="cholesky", dtypes=["bfloat16"], mode="registry", backends=["tensorflow"])
+    grid = tab.heatmap.grid
+    picker = tab.picker
+    assert [label for label, _ in picker.row.options] == list(grid.ops)
+    assert len(picker.column.options) == grid.shape[1]
+    assert grid.ops[picker.row.value] == "cholesky"  # the selected op is picked first
+    other = next(i for i, op in enumerate(grid.ops) if op != "cholesky")
+    picker.row.value, picker.column.value = other, grid.shape[1] - 1
+    picker.button.click()
+    column = grid.columns[grid.shape[1] - 1]
+    assert f"{grid.ops[other]} · bfloat16 · tensorflow · {column.panel_label}" in text_of(
+        tab.cell_details.value
+    )
+    assert f"<h4>{grid.ops[other]}: every cell explained</h4>" in tab.details.value
+    assert tab.heatmap.scroller.tabbable  # its scroll box takes focus: arrow keys scroll it

@@ -159,6 +159,7 @@ class KernelHeatmap:
         self.cells.on_hover(self._hovered)
         self.scroller = widgets.Box([self.body], layout=widgets.Layout(overflow="auto"))
         self.scroller.add_class("px-heatmap-scroll")
+        self.scroller.tabbable = True  # a keyboard scrolls it (axe: scrollable-region-focusable)
         self.note = widgets.HTML("").add_class("px-heatmap-note")
         # the glyphs sit on the cells: without this a pointer on a glyph never reaches its cell
         style = widgets.HTML(f"<style>{GLYPH_CSS}</style>").add_class("px-heatmap-style")

@@ -32,6 +32,7 @@ from explorer.app.kernels_chips import ReleaseChips
 from explorer.app.kernels_details import details_html, status_key_html
 from explorer.app.kernels_history import HistoryStrip
 from explorer.app.kernels_panel import CellPanel
+from explorer.app.kernels_picker import CellPicker
 from explorer.app.kernels_probe import ProbeController
 from explorer.app.kernels_rows import KernelRows
 from explorer.app.kernels_snapshot import SnapshotPanel
@@ -103,7 +104,10 @@ class KernelsTab(CellPanel, Tab):
         children = list(self.widget.children)
         children.insert(children.index(self.status) + 1, self.history_box)
         #: the heatmap and, beside it (below on a narrow screen), the clicked cell's details
-        self.main = widgets.HBox([self.plot, self.cell_details]).add_class("px-kernels-main")
+        #: the keyboard's way to a cell: pick its op and column, then "Show cell details"
+        self.picker = CellPicker(self.select_cell)
+        self.side = widgets.VBox([self.picker.widget, self.cell_details]).add_class("px-kernels-side")
+        self.main = widgets.HBox([self.plot, self.side]).add_class("px-kernels-main")
         children[children.index(self.plot)] = self.main
         self.widget.children = tuple(children)
         from explorer.runtime.registry import available_without_tensorflow
@@ -344,6 +348,7 @@ class KernelsTab(CellPanel, Tab):
             ratios = speed_ratios(grid, timed)
             self.heatmap.show(grid, highlight=self.state.op, note=speed_legend_html(), ratios=ratios)
         self._shown = (rows, panels, self.state.op)
+        self.picker.set_grid(grid, self.state.op)
         self._figure = None
         self.cell_details.value = ""
         if not self._heatmap_shown:
