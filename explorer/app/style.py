@@ -152,6 +152,7 @@ CSS = """
 .px-app .px-kernels-side pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 .px-app .px-cell-picker .widget-dropdown { max-width: 100%; }
 .px-app .px-cell-picker select { max-width: 260px; }
+.px-app .px-kernels-details > .widget-html-content { white-space: normal; min-width: 0; max-width: 100%; }
 .px-app .px-kernels-details table { max-width: 100%; }
 .px-app .px-kernels-details td { overflow-wrap: anywhere; }
 .px-app .px-heatmap-scroll:focus-visible { outline: 3px solid #0b4f9c; outline-offset: 2px; }
