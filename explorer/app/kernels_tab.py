@@ -84,8 +84,20 @@ class KernelsTab(CellPanel, Tab):
         self.save_link = self.snapshots.save_link
         self.snapshot_bar = self.snapshots.bar
         self.key_html = widgets.HTML(status_key_html())
+        from explorer.backends import get_backend
+
+        self._torch_installed = get_backend("torch").is_installed()
+        #: mode registry: PyTorch's OpInfo declarations beside TensorFlow's registry
+        self.opinfo = widgets.Checkbox(
+            value=False,
+            description="also PyTorch's OpInfo (declared dtypes)",
+            indent=False,
+            layout=widgets.Layout(width="auto"),
+        )
+        self.opinfo.add_class("px-kernels-opinfo")
+        self.opinfo.observe(lambda _: self._opinfo_changed(), names="value")
         self.toolbar.children = [
-            widgets.HBox([self.scope, self.probe_button, self.colour_by]),
+            widgets.HBox([self.scope, self.probe_button, self.colour_by, self.opinfo]),
             self.panel.widget,
             self.snapshot_bar,
             self.snapshot_label,
@@ -117,10 +129,14 @@ class KernelsTab(CellPanel, Tab):
         self.needs_tensorflow = not available_without_tensorflow()
 
     def shown_fields(self) -> tuple[str, ...]:
-        """In mode registry the Device control is hidden: the registry view shows CPU and GPU
-        side by side, so a device would change nothing."""
-        if self.state.mode == "registry":
-            return tuple(f for f in self.fields if f != "device")
+        """In mode registry the Device and Backends controls are hidden: the registry view shows
+        CPU and GPU side by side, and only TensorFlow's registry (and PyTorch's OpInfo, its own
+        checkbox) declare, so neither would change anything.  The OpInfo checkbox shows there
+        only."""
+        registry = self.state.mode == "registry"
+        self.opinfo.layout.display = None if registry and self._torch_installed else "none"
+        if registry:
+            return tuple(f for f in self.fields if f not in ("device", "backends"))
         return self.fields
 
     # ------------------------------------------------------------------ what the collaborators hold
@@ -195,6 +211,7 @@ class KernelsTab(CellPanel, Tab):
 
     def _probe_done(self, job: Job) -> None:
         switched = self.state.mode == "registry" and job.status == "done"
+        job_backends = list(self.state.backends)
         if switched:
             self.state.set(mode="eager")  # show what was just probed, and say so
         self.dirty = True
@@ -204,12 +221,17 @@ class KernelsTab(CellPanel, Tab):
         elif switched:
             self.status.value = (
                 message_html(
-                    "Mode changed from registry to eager to show what was just probed; pick registry "
-                    "in Mode to see the declared view again.",
+                    f"Mode changed from registry to eager: Probe now ran {', '.join(job_backends)} "
+                    "eagerly and under XLA, and eager shows what was just probed (the Backends "
+                    "control is back). Pick registry in Mode to see the declared view again.",
                     "info",
                 )
                 + self.status.value
             )
+
+    def _opinfo_changed(self) -> None:
+        self.dirty = True
+        self.refresh()
 
     def _speed_changed(self) -> None:
         job = self.speed.job
@@ -233,7 +255,9 @@ class KernelsTab(CellPanel, Tab):
         self.speed.show_control()
         if self.prober.probed_for is not None and self.prober.probed_for != self.prober.selection():
             self.panel.forget()  # "probing: done" was about another selection
-        answerable = self.state.mode in ("registry", "eager", "xla") and "tensorflow" in self.state.backends
+        answerable = self.state.mode == "registry" or (
+            self.state.mode in ("eager", "xla") and "tensorflow" in self.state.backends
+        )
         if self.snapshot is None and answerable:
             self.show_answer(self.answer_sentences())
         if self.snapshot is not None:
@@ -244,24 +268,9 @@ class KernelsTab(CellPanel, Tab):
         dtypes = self.state.dtypes
         mode = self.state.mode
         if mode == "registry":
-            frame = self.rows.registry_view(ops, dtypes)
-            without = [b for b in self.state.backends if b not in ("tensorflow", "torch")]
-            if frame is None:
-                self.clear_figure()  # nothing of an earlier selection stays on screen
-                self.show_html("")
-                raise NotAvailableYet(
-                    "Mode registry shows what TensorFlow's kernel registry and PyTorch's OpInfo "
-                    "declare: select the tensorflow or torch backend, or pick mode eager or xla to "
-                    "see probed runs of the other backends."
-                )
+            frame = self.rows.registry_view(ops, dtypes, opinfo=bool(self.opinfo.value))
             non_tf = [d for d in dtypes if d not in self.registry().float_dtypes]
             note = f"TensorFlow has no dtype for {', '.join(non_tf)}. " if non_tf else ""
-            if without:
-                one = len(without) == 1
-                note += (
-                    f"{' and '.join(without)} declare{'s' if one else ''} nothing: pick mode eager "
-                    f"to run {'it' if one else 'them'}. "
-                )
             self._render_rows(frame, source="registry", note=note + self.rows.gpu_note(frame))
             return
         if self.state.op not in catalog():
