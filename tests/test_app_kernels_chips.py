@@ -138,3 +138,28 @@ def test_a_keyboard_reaches_any_cell_through_the_picker(app: Any) -> None:
     )
     assert f"<h4>{grid.ops[other]}: every cell explained</h4>" in tab.details.value
     assert tab.heatmap.scroller.tabbable  # its scroll box takes focus: arrow keys scroll it
+
+
+def test_heatmap_names_its_axes_and_sizes_its_header_and_scroll_box(app: Any) -> None:
+    """Issue 28, item 9: axis titles; a header as tall as its rotated labels need (no empty
+    band); in "whole catalog" a scroll box never taller than the window allows."""
+    from explorer.ops import catalog
+
+    tab = app.select("kernels")
+    app.state.set(op="range", dtypes=["float16"], mode="registry", backends=["tensorflow"])
+    heatmap = tab.heatmap
+    assert "Rows" in heatmap.axes.value and "Columns" in heatmap.axes.value
+    labels = list(heatmap.top_axis.tick_labels.values())
+    header = int(heatmap.header.layout.height.removesuffix("px"))
+    longest = max(len(label) for label in labels)
+    # 12 px text at 40 degrees rises about 4.3 px per character: enough room, and not much more
+    assert longest * 4.0 <= header - 20 <= longest * 4.6 + 4, (header, longest)
+    tab.scope.value = "all"
+    try:
+        assert len(heatmap.grid.ops) >= len(catalog())
+        box = heatmap.scroller.layout.max_height
+        assert box.startswith("min(560px, calc(100vh - ") and box.endswith("px))"), box
+        assert int(box.split("- ")[1].split("px")[0]) == 140 + int(heatmap.header.layout.height[:-2])
+        assert heatmap.scroller.tabbable
+    finally:
+        tab.scope.value = "group"
