@@ -129,6 +129,23 @@ def test_story_kernels_answer_chips_keyboard_and_fit(browser: Any, voila_server:
         )
         assert side[0] >= plot[2] - 1 and side[1] < plot[3], (plot, side)  # beside, not above
         bs.shoot_story(page, "kernels-1400")
+
+        # (9) whole catalog: the header stays above a scroll box that fits the window
+        page.locator(".px-kernels-scope button", has_text="whole catalog").press("Enter")
+        page.wait_for_function(
+            "() => document.querySelectorAll('.px-kernels-plot .px-heatmap-body .axis')[0]"
+            "?.querySelectorAll('.tick').length > 60",
+            timeout=LOAD_MS,
+        )
+        box = page.evaluate(
+            "() => { const s = document.querySelector('.px-tab-kernels .px-heatmap-scroll'); "
+            "const h = document.querySelector('.px-tab-kernels .px-heatmap-header'); "
+            "return [s.getBoundingClientRect().height, h.getBoundingClientRect().height, innerHeight, "
+            "s.scrollHeight > s.clientHeight, s.querySelector('.px-scroll-handle').tabIndex]; }"
+        )
+        body, header, window, scrolls, tab_index = box
+        assert scrolls and tab_index == 0, box  # it scrolls, and a keyboard can focus it to scroll it
+        assert body + header <= min(560 + header, window - 140) + 2, box
         violations = browser_support.blocking(
             browser_support.run_axe(page, browser_support.axe_source(), ".px-tab-kernels")
         )

@@ -170,9 +170,17 @@ class KernelHeatmap:
         self.header.add_class("px-heatmap-header")
         self.cells.on_element_click(self._clicked)
         self.cells.on_hover(self._hovered)
-        self.scroller = widgets.Box([self.body], layout=widgets.Layout(overflow="auto"))
+        # a Box's view ignores ``tabbable``: a focusable handle inside the box lets a keyboard
+        # scroll it (arrow keys scroll the box around the focused element; axe's
+        # scrollable-region-focusable asks for this); it shows only while focused
+        self.scroll_handle = widgets.HTML(
+            "<span class='px-scroll-handle' tabindex='0'>Heatmap rows: the arrow keys scroll this box</span>"
+        ).add_class("px-scroll-handle-box")
+        self.scroller = widgets.Box(
+            [self.scroll_handle, self.body], layout=widgets.Layout(overflow="auto", flex_flow="column")
+        )
         self.scroller.add_class("px-heatmap-scroll")
-        self.scroller.tabbable = True  # a keyboard scrolls it (axe: scrollable-region-focusable)
+        self.body.layout.flex = "0 0 auto"  # a column box would shrink it to fit: it scrolls instead
         self.note = widgets.HTML("").add_class("px-heatmap-note")
         # the glyphs sit on the cells: without this a pointer on a glyph never reaches its cell
         style = widgets.HTML(f"<style>{GLYPH_CSS}</style>").add_class("px-heatmap-style")

@@ -155,7 +155,12 @@ CSS = """
 .px-app .px-kernels-details > .widget-html-content { white-space: normal; min-width: 0; max-width: 100%; }
 .px-app .px-kernels-details table { max-width: 100%; }
 .px-app .px-kernels-details td { overflow-wrap: anywhere; }
-.px-app .px-heatmap-scroll:focus-visible { outline: 3px solid #0b4f9c; outline-offset: 2px; }
+.px-app .px-scroll-handle {
+  position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap;
+}
+.px-app .px-scroll-handle:focus {
+  position: static; width: auto; height: auto; clip: auto; outline: 3px solid #0b4f9c; font-size: 85%;
+}
 """ + _contrast_css()
 
 
