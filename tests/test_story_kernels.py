@@ -38,7 +38,7 @@ _WIDER_THAN = """(selector) => {
         const edge = box.getBoundingClientRect().right + 1;
         for (const el of box.querySelectorAll('*')) {
             const r = el.getBoundingClientRect();
-            if (r.width > 0 && r.right > edge && !el.closest('[style*="overflow:auto"]')) {
+            if (r.width > 0 && r.right > edge) {
                 out.push(`${el.tagName}.${el.className} right ${Math.round(r.right)} > ${Math.round(edge)}`);
             }
         }
@@ -132,9 +132,9 @@ def test_story_kernels_answer_chips_keyboard_and_fit(browser: Any, voila_server:
 
         # (9) whole catalog: the header stays above a scroll box that fits the window
         page.locator(".px-kernels-scope button", has_text="whole catalog").press("Enter")
-        page.wait_for_function(
-            "() => document.querySelectorAll('.px-kernels-plot .px-heatmap-body .axis')[0]"
-            "?.querySelectorAll('.tick').length > 60",
+        page.wait_for_function(  # the catalog's rows drawn: the box now scrolls
+            "() => { const s = document.querySelector('.px-tab-kernels .px-heatmap-scroll'); "
+            "return s && s.scrollHeight > s.clientHeight + 200; }",
             timeout=LOAD_MS,
         )
         box = page.evaluate(

@@ -62,6 +62,9 @@ def _explained(records: list[dict[str, Any]]) -> list[str]:
                 "error": str(r["error"] or "").strip().splitlines()[0][:240] if r["error"] else "",
             }
         )
+    if not any(c["error"] for c in cells):  # a column of blanks only widens the table
+        for c in cells:
+            del c["error"]
     parts = [table_html(cells, max_rows=200)]
     workarounds = [r for r in records if r.get("workaround")]
     for r in workarounds[:6]:

@@ -154,7 +154,9 @@ CSS = """
 .px-app .px-cell-picker select { max-width: 260px; }
 .px-app .px-kernels-details > .widget-html-content { white-space: normal; min-width: 0; max-width: 100%; }
 .px-app .px-kernels-details table { max-width: 100%; }
-.px-app .px-kernels-details td { overflow-wrap: anywhere; }
+.px-app .px-kernels-details .px-table th, .px-app .px-kernels-details .px-table td {
+  white-space: normal; text-align: left; overflow-wrap: anywhere;
+}
 .px-app .px-scroll-handle {
   position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap;
 }
