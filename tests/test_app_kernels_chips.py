@@ -164,3 +164,33 @@ def test_heatmap_names_its_axes_and_sizes_its_header_and_scroll_box(app: Any) ->
         assert int(box.split("- ")[1].split("px")[0]) == 140 + int(heatmap.header.layout.height[:-2])
     finally:
         tab.scope.value = "group"
+
+
+def test_nothing_probed_never_sits_beside_a_finished_probe(app: Any) -> None:
+    """Issue 28, item 6: "probing: done in 7.9 s" beside "Nothing probed yet" is gone."""
+    tab = app.select("kernels")
+    app.state.set(op="range", dtypes=["float16"], mode="registry", backends=["tensorflow"], device="CPU")
+    tab.panel.label.value = "probing: done in 7.9 s"  # what a finished job left in its bar
+    tab.panel.progress.value = 1.0
+    app.state.set(op="linspace", mode="eager", backends=["numpy"])  # nothing probed in this cache
+    assert "Nothing probed yet" in text_of(tab.status.value)
+    assert tab.panel.label.value == "" and tab.panel.progress.value == 0.0
+
+
+def test_probed_status_names_no_implementation(app: Any, monkeypatch: Any) -> None:
+    """Issue 28, item 13: the eager status said "sandboxed worker (cached on disk)"."""
+    import pandas as pd
+
+    tab = app.select("kernels")
+    probed = pd.DataFrame(
+        [
+            {"backend": "numpy", "op": "range", "raw_op": "", "dtype": "float16", "device": "CPU",
+             "mode": "eager", "status": "ok", "explanation": "", "error": "", "workaround": ""}
+        ]
+    )  # fmt: skip
+    monkeypatch.setattr(tab.rows, "probed_frame", lambda ops, dtypes, mode: (probed, 0))
+    app.state.set(op="range", dtypes=["float16"], backends=["numpy"], mode="eager", device="CPU")
+    status = text_of(tab.status.value)
+    assert "Showing 1 ops" in status and "really run on this machine" in status
+    assert "sandbox" not in status and "cached on disk" not in status
+    app.state.set(mode="registry")

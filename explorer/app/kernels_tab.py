@@ -291,6 +291,7 @@ class KernelsTab(CellPanel, Tab):
         if frame is None:
             self.clear_figure()
             self.show_html("")
+            self.panel.forget()  # a finished probe's "done" beside "nothing probed" contradicts it
             self.show_message(note + "Nothing probed yet for this selection.", "info")
             return
         self._render_rows(frame, source="probed", note=note + self.rows.gpu_note(frame))
@@ -320,7 +321,7 @@ class KernelsTab(CellPanel, Tab):
         self.show_html(self.ctx.cache.get(("kernels-details", key), lambda: details_html(rows, op)))
         what = {
             "registry": "declared by TensorFlow's kernel registry (device types as the registry names them)",
-            "probed": "probed by running each op in a sandboxed worker (cached on disk)",
+            "probed": "probed: each op really run on this machine (kept for later visits)",
         }.get(source, source)
         self.show_message(
             f"{note}Showing {len(ops)} ops × {len(self.state.dtypes)} dtypes, {what}."
