@@ -1,19 +1,21 @@
 """Kernels tab: which ops have kernels in which dtype on which device — declared by TensorFlow's
 registry (instant) and probed by running (cached; new probes on demand, in the background).
 
-The heatmap shows the selected op's group × the selected dtypes; the table below
-explains every non-ok cell of the selected op (error, plain sentence, workaround).
-A snapshot from another machine (``precision-explorer kernels --save``) can be
-loaded and is shown instead of this machine's results.
-
-Above the heatmap, the selected cells (the op's raw ops × the selected dtypes × the
-registry device type of the device and mode) have their history: one box per TensorFlow
-release whose registry ships with explorer, changes outlined.  It is read from the shipped
-registries, so it shows while TensorFlow is still loading.
+First the answer in words (one sentence per shown dtype and device); then, above the
+heatmap, the selected cells (the op's raw ops × the selected dtypes × the registry device
+type of the device and mode) across every TensorFlow release whose registry ships with
+explorer, one chip (a button) per release: pressing one tells that release in the details
+panel beside the heatmap.  The heatmap shows the selected op's group (or the whole catalog)
+× the selected dtypes; beside it an Op and Column picker reaches any cell by keyboard; the
+table below explains every cell of the op last clicked (error, plain sentence, workaround).
+A snapshot from another machine (``precision-explorer kernels --save``) can be loaded and is
+shown instead of this machine's results.
 
 The tab draws; its collaborators do one job each: :class:`~explorer.app.kernels_rows.KernelRows`
-asks the queries for the rows, :class:`~explorer.app.kernels_history.HistoryStrip` draws the
-history, :class:`~explorer.app.kernels_probe.ProbeController` runs "Probe now",
+asks the queries for the rows, :class:`~explorer.app.kernels_chips.ReleaseChips` draws the
+release chips, :class:`~explorer.app.kernels_panel.CellPanel` fills the details panel,
+:class:`~explorer.app.kernels_picker.CellPicker` picks a cell by keyboard,
+:class:`~explorer.app.kernels_probe.ProbeController` runs "Probe now",
 :class:`~explorer.app.kernels_snapshot.SnapshotPanel` loads and saves snapshots, and
 :mod:`explorer.app.kernels_details` words the cells.
 """
