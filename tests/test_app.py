@@ -176,8 +176,9 @@ def test_each_tab_shows_exactly_the_controls_of_its_fields(app: Any) -> None:
         app.select(cls.key)
         shown = {f for f, ws in c.by_field.items() if all(w.layout.display != "none" for w in ws)}
         hidden = {f for f, ws in c.by_field.items() if all(w.layout.display == "none" for w in ws)}
-        # mode registry shows CPU and GPU side by side: the Kernels tab hides Device there
-        fields = set(cls.fields) - ({"device"} if cls.key == "kernels" else set())
+        # mode registry shows CPU and GPU side by side and only TensorFlow's registry declares:
+        # the Kernels tab hides Device and Backends there
+        fields = set(cls.fields) - ({"device", "backends"} if cls.key == "kernels" else set())
         assert shown == fields & controlled, cls.key
         assert hidden == controlled - fields, cls.key
     app.select("training")  # policies only: op, dtypes, device, backends and mode are all hidden

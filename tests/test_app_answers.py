@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import ipywidgets as widgets
 import ml_dtypes
 import numpy as np
 import pytest
@@ -253,31 +254,48 @@ def test_device_control_shows_only_where_it_changes_the_view(app: Any) -> None:
     assert "device" in app.controls.visible_fields()
 
 
-def test_backends_filter_the_registry_view(app: Any) -> None:
+def test_device_cpu_shows_no_gpu_column(app: Any, monkeypatch: Any) -> None:
+    """Issue 28, item 4: with Device = CPU the GPU columns go (they stayed, declared, before)."""
+    import pandas as pd
+
+    tab = app.select("kernels")
+    probed = pd.DataFrame(
+        [
+            {"backend": "numpy", "op": "range", "raw_op": "", "dtype": "float16", "device": "CPU",
+             "mode": "eager", "status": "ok", "explanation": "", "error": "", "workaround": ""}
+        ]
+    )  # fmt: skip
+    monkeypatch.setattr(tab.rows, "probed_frame", lambda ops, dtypes, mode: (probed, 0))
+    monkeypatch.setattr(tab.rows, "machine_has_gpu", lambda: False)
+    app.state.set(
+        op="range", dtypes=["float16"], backends=["tensorflow", "numpy"], mode="eager", device="CPU"
+    )
+    assert tab.heatmap.grid is not None
+    assert {c.device for c in tab.heatmap.grid.columns} == {"CPU"}
+    app.state.set(device="GPU")  # no GPU here: what the registry declares for it is shown
+    assert any("GPU" in c.device for c in tab.heatmap.grid.columns)
+    assert "GPU cells are declared, not run" in text_of(tab.status.value)
+
+
+def test_backends_are_hidden_in_mode_registry_and_opinfo_has_its_own_switch(app: Any) -> None:
     tab = app.select("kernels")
     app.state.set(op="exp", dtypes=["float16"], mode="registry", backends=["numpy"])
-    assert tab.plot.outputs == () and tab.details.value == ""  # no earlier heatmap lingers
-    assert "select the tensorflow or torch backend" in text_of(tab.status.value)
-    app.state.set(backends=["tensorflow", "numpy"])
+    assert "backends" not in app.controls.visible_fields()
+    # TensorFlow's registry answers whatever the (hidden) backends are
     assert {c.backend for c in tab.heatmap.grid.columns} == {"tensorflow"}
-    assert "numpy declares nothing: pick mode eager to run it." in text_of(tab.status.value)
-    from explorer.backends import get_backend
-
-    if get_backend("torch").is_installed():
-        app.state.set(backends=["torch"])
-        assert {c.backend for c in tab.heatmap.grid.columns} == {"torch"}
-
-
-def test_probe_now_says_that_it_changed_the_mode(app: Any) -> None:
-    from explorer.app.jobs import Job
-
-    tab = app.select("kernels")
-    app.state.set(op="range", dtypes=["float16"], mode="registry", backends=["tensorflow"])
-    job = Job("probing", lambda ctx: None).start()
-    job.wait(5)
-    tab._probe_done(job)  # what a finished "Probe now" calls
-    assert app.state.mode == "eager" and app.controls.mode.value == "eager"
-    assert "Mode changed from registry to eager" in text_of(tab.status.value)
+    assert any("float16 CPU kernel for Exp" in s for s in answers_of(tab))
+    app.state.set(mode="eager")
+    assert "backends" in app.controls.visible_fields()
+    assert tab.opinfo.layout.display == "none"  # the OpInfo switch is for mode registry only
+    app.state.set(mode="registry")
+    if not tab._torch_installed:
+        pytest.skip("PyTorch is not installed: no OpInfo")
+    assert tab.opinfo.layout.display is None
+    tab.opinfo.value = True
+    try:
+        assert {c.backend for c in tab.heatmap.grid.columns} == {"tensorflow", "torch"}
+    finally:
+        tab.opinfo.value = False
 
 
 # ------------------------------------------------------------------------------- (6) no stale results
@@ -513,16 +531,18 @@ def test_a_clicked_cell_is_told_beside_the_heatmap_and_the_table_follows_it(app:
     tab = app.select("kernels")
     app.state.set(op="range", dtypes=["float16"], backends=["tensorflow"], mode="registry")
     grid = tab.heatmap.grid
-    above = tab.history_box.value
+    above = [w.value for w in tab.chips.strips.children if isinstance(w, widgets.HTML)]
     i = next(k for k, op in enumerate(grid.ops) if op != "range")
     j = [c.device for c in grid.columns].index("CPU")
     tab.heatmap.cells._handle_custom_msgs(
         None, {"event": "element_click", "data": {"rowNum": i, "columnNum": j}}
     )
     assert f"{grid.ops[i]} · float16 · " in tab.cell_details.value
-    assert tab.history_box.value == above  # nothing inserted above the heatmap
+    # nothing inserted above the heatmap
+    assert [w.value for w in tab.chips.strips.children if isinstance(w, widgets.HTML)] == above
     (main,) = [w for w in tab.widget.children if "px-kernels-main" in w._dom_classes]
-    assert list(main.children) == [tab.plot, tab.cell_details]  # side by side (wrapping when narrow)
+    # side by side (wrapping when narrow): the heatmap, then the cell picker above the details
+    assert list(main.children) == [tab.plot, tab.side] and tab.cell_details in tab.side.children
     assert f"<h4>{grid.ops[i]}: every cell explained</h4>" in tab.details.value
 
 

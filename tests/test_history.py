@@ -8,8 +8,10 @@ here with gzip and json (the minimal reader of ``tests/support/shipped_registrie
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -17,6 +19,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import ipywidgets as widgets
 import pytest
 
 from explorer.analysis import releases
@@ -336,22 +339,39 @@ def _declared(version: str, op: str, dtype: str, device_type: str) -> str:
     return reg.declared(op, dtype, device_type).value
 
 
+def _chips(tab: Any) -> _Boxes:
+    """The release chips the Kernels tab shows, read from its widgets as a browser shows them:
+    each strip's title, and per chip (button) the release, the status its tooltip names, whether
+    it is marked changed (the triangle), and its letter."""
+    found = _Boxes()
+    shown = tab.chips.strips.children
+    for title_widget, chips in zip(shown[::3], shown[1::3], strict=True):
+        title = html.unescape(re.sub(r"<style>.*?</style>|<[^>]+>", "", title_widget.value))
+        found.strips.append(title)
+        for (label, version), tip in zip(chips.options, chips.tooltips, strict=True):
+            status = tip.split(": ", 1)[1].split(" ", 1)[0]
+            found.boxes.append((title, version, status, label.endswith("\u25b2")))
+            found.letters.append(label.split()[1].rstrip("\u25b2"))
+    return found
+
+
 def test_app_shows_the_selected_cells_history_before_tensorflow_loads() -> None:
     import explorer
 
     app = explorer.App(load_tensorflow=False, tab="kernels", op="range", dtypes=["float16"], device="CPU")
     tab = app.tabs["kernels"]
     assert "px-msg-loading" not in tab.status.value  # the registry view is served from the shipped file
-    found = _boxes(tab.history_box.value)
+    found = _chips(tab)
     assert found.strips == ["Range · float16 · CPU"]
     want = [(v, _declared(v, "Range", "float16", "CPU")) for v in shipped()]
     assert [(v, s) for _, v, s, _ in found.boxes] == want
     assert [c for *_, c in found.boxes] == [i > 0 and want[i][1] != want[i - 1][1] for i in range(len(want))]
     assert found.letters == [{"ok": "+", "no_kernel": "N"}[s] for _, s in want]
-    assert hostile.dangerous_markup(tab.history_box.value) == []
+    # every chip is a button (ToggleButtons): pressing one tells that release beside the heatmap
+    assert all(isinstance(w, widgets.ToggleButtons) for w in tab.chips.strips.children[1::3])
     # the strip follows the selection: dtypes, device and mode (XLA's device type)
     app.state.set(dtypes=("bfloat16", "float16"), device="GPU", mode="xla")
-    found = _boxes(tab.history_box.value)
+    found = _chips(tab)
     assert found.strips == ["Range · bfloat16 · XLA_GPU_JIT", "Range · float16 · XLA_GPU_JIT"]
     for title in found.strips:
         dtype = title.split(" · ")[1]
@@ -363,9 +383,9 @@ def test_app_history_of_an_op_no_release_has_is_a_note() -> None:
     import explorer
 
     app = explorer.App(load_tensorflow=False, tab="kernels", op="NoSuchRawOpAnywhere", dtypes=["float16"])
-    markup = app.tabs["kernels"].history_box.value
-    assert "No shipped TensorFlow release has the raw op NoSuchRawOpAnywhere" in markup
-    assert _boxes(markup).boxes == []
+    tab = app.tabs["kernels"]
+    assert "No shipped TensorFlow release has the raw op NoSuchRawOpAnywhere" in tab.chips.notes.value
+    assert _chips(tab).boxes == []
 
 
 def test_history_strip_escapes_every_string_and_never_relies_on_colour_alone() -> None:

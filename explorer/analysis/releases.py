@@ -205,6 +205,15 @@ def _release_facts(version: str) -> dict[str, Any]:
     }
 
 
+def release_float_dtypes(version: str) -> list[str]:
+    """The float dtypes shipped release ``version`` has, in its order.
+
+    >>> "bfloat16" in release_float_dtypes("2.21.0")
+    True
+    """
+    return list(_release_facts(_check_release(version))["float_dtypes"])
+
+
 @functools.cache
 def _all_op_names() -> dict[str, str]:
     """Lower-cased op name -> op name, over every shipped release."""
@@ -343,6 +352,7 @@ __all__ = [
     "history",
     "known_op",
     "release_data",
+    "release_float_dtypes",
     "release_registry",
     "release_source",
     "releases_with_op",

@@ -35,8 +35,21 @@ from explorer.plots.palette import (
 ROW_PX, COLUMN_PX = 22, 62
 #: the body scrolls inside a box this tall (the header stays above it)
 MAX_BODY_PX = 560
-#: margins (px): the op labels on the left, the rotated dtype labels in the header
+#: margins (px): the op labels on the left, the rotated dtype labels in the header (at most)
 LEFT_PX, RIGHT_PX, HEADER_PX = 170, 150, 160
+#: pixels of page the heatmap leaves to the controls above it (its box: at most 100vh minus this)
+PAGE_CHROME_PX = 140
+
+
+def header_height(labels: list[str]) -> int:
+    """The header's height (px) for column ``labels`` drawn at 12 px, rotated 40 degrees: the
+    longest label's rise, plus room for the axis (at most :data:`HEADER_PX`).
+
+    >>> header_height(["CPU declared · float16"]), header_height(["x" * 80])
+    (117, 160)
+    """
+    longest = max((len(label) for label in labels), default=0)
+    return min(HEADER_PX, 24 + round(longest * 6.6 * 0.643))
 
 
 #: CSS that lets clicks and hovers on a cell's glyph through to the cell under it
@@ -124,7 +137,7 @@ class KernelHeatmap:
         self.row_axis = bqplot.Axis(
             scale=self.y, orientation="vertical", side="left", tick_style={"font-size": "12px"}
         )
-        self.bottom_axis = bqplot.Axis(scale=self.x, side="bottom", tick_style={"font-size": "11px"})
+        self.bottom_axis = bqplot.Axis(scale=self.x, side="bottom", tick_style={"font-size": "12px"})
         self.body = bqplot.Figure(
             marks=[self.cells, self.glyphs],
             axes=[self.row_axis, self.bottom_axis],
@@ -157,12 +170,26 @@ class KernelHeatmap:
         self.header.add_class("px-heatmap-header")
         self.cells.on_element_click(self._clicked)
         self.cells.on_hover(self._hovered)
-        self.scroller = widgets.Box([self.body], layout=widgets.Layout(overflow="auto"))
+        # a Box's view ignores ``tabbable``: a focusable handle inside the box lets a keyboard
+        # scroll it (arrow keys scroll the box around the focused element; axe's
+        # scrollable-region-focusable asks for this); it shows only while focused
+        self.scroll_handle = widgets.HTML(
+            "<span class='px-scroll-handle' tabindex='0'>Heatmap rows: the arrow keys scroll this box</span>"
+        ).add_class("px-scroll-handle-box")
+        self.scroller = widgets.Box(
+            [self.scroll_handle, self.body], layout=widgets.Layout(overflow="auto", flex_flow="column")
+        )
         self.scroller.add_class("px-heatmap-scroll")
+        self.body.layout.flex = "0 0 auto"  # a column box would shrink it to fit: it scrolls instead
         self.note = widgets.HTML("").add_class("px-heatmap-note")
         # the glyphs sit on the cells: without this a pointer on a glyph never reaches its cell
         style = widgets.HTML(f"<style>{GLYPH_CSS}</style>").add_class("px-heatmap-style")
-        self.widget = widgets.VBox([style, self.header, self.scroller, self.note])
+        #: the axes named in words: rows are ops, columns say where (device, mode) and the dtype
+        self.axes = widgets.HTML(
+            "<div class='px-heatmap-axes' style='font-size:90%'><b>Rows</b>: ops (▶ the selected one) · "
+            "<b>Columns</b> (rotated labels above): where it runs or is declared · dtype</div>"
+        )
+        self.widget = widgets.VBox([style, self.axes, self.header, self.scroller, self.note])
         self.widget.add_class("px-heatmap")
 
     # ------------------------------------------------------------------ events
@@ -281,9 +308,13 @@ class KernelHeatmap:
         _set_ticks(self.top_axis, columns, [f"{c.panel_label} · {c.dtype}" for c in grid.columns])
         _set_ticks(self.bottom_axis, columns, [c.label for c in grid.columns])
         # layout traits only send a message when their value changes
-        self.header.layout.width, self.header.layout.height = f"{width}px", f"{HEADER_PX}px"
+        header = header_height([f"{c.panel_label} · {c.dtype}" for c in grid.columns])
+        if self.header.fig_margin.get("top") != header - 4:
+            self.header.fig_margin = {**self.header.fig_margin, "top": header - 4}
+        self.header.layout.width, self.header.layout.height = f"{width}px", f"{header}px"
         self.body.layout.width, self.body.layout.height = f"{width}px", f"{body_height}px"
-        self.scroller.layout.max_height = f"{MAX_BODY_PX}px"
+        # header and body together: at most 560 px + the header, and never taller than the window
+        self.scroller.layout.max_height = f"min({MAX_BODY_PX}px, calc(100vh - {PAGE_CHROME_PX + header}px))"
         self.scroller.layout.width = f"{width + 24}px"
         self.scroller.layout.max_width = "100%"
         self.note.value = note

@@ -62,6 +62,9 @@ def _explained(records: list[dict[str, Any]]) -> list[str]:
                 "error": str(r["error"] or "").strip().splitlines()[0][:240] if r["error"] else "",
             }
         )
+    if not any(c["error"] for c in cells):  # a column of blanks only widens the table
+        for c in cells:
+            del c["error"]
     parts = [table_html(cells, max_rows=200)]
     workarounds = [r for r in records if r.get("workaround")]
     for r in workarounds[:6]:
@@ -131,4 +134,60 @@ def cell_html(grid: KernelGrid, i: int, j: int) -> str:
                 f"{html.escape(str(r['workaround']))}</pre>"
             )
         parts.append("</div>")
+    return "".join(parts) + "</div>"
+
+
+def release_html(cell: Any, tested: dict[str, Any] | None = None, installed: str = "") -> str:
+    """One cell in one TensorFlow release (a :class:`~explorer.queries.kernel_release.ReleaseCell`),
+    told in the details panel: its status in words, the float dtypes that release registers
+    on the device type, and the workaround — the one a probe ran on this machine (``tested``:
+    its row, with ``workaround`` and ``workaround_how``) or else the catalogue's (all escaped).
+
+    >>> from explorer.queries.kernel_release import release_cell
+    >>> "create it in float32" in release_html(release_cell("range", "Range", "float16", "CPU", "2.17.1"))
+    True
+    """
+    from explorer.plots.history import STATUS_MEANINGS
+
+    esc = html.escape
+    meaning = cell.reason or STATUS_MEANINGS.get(cell.status, cell.status)
+    verdict = "has a kernel" if cell.status == "ok" else "has no kernel"
+    parts = [
+        f"<div class='px-release-details' style='border:1px solid {OUTLINE};padding:6px;margin:4px 0'>",
+        f"<b>{esc(cell.title)}</b>: <span class='px-release-status'>{esc(cell.status)}</span>",
+        f"<p>TensorFlow {esc(cell.version)} {verdict} for {esc(cell.raw_op)} in {esc(cell.dtype)} on "
+        f"{esc(cell.device_type)}: {esc(meaning)}.</p>",
+    ]
+    if cell.registered:
+        parts.append(
+            f"<p class='px-release-dtypes'>Float dtypes with a {esc(cell.device_type)} kernel in "
+            f"{esc(cell.version)}: {esc(', '.join(cell.registered))}.</p>"
+        )
+    elif cell.status != "absent" or "dtype" in cell.reason:
+        parts.append(
+            f"<p class='px-release-dtypes'>No float dtype has a {esc(cell.device_type)} kernel in "
+            f"{esc(cell.version)}.</p>"
+        )
+    if cell.status != "ok":
+        if tested and tested.get("workaround"):
+            parts.append(
+                f"<p><b>Workaround</b>, tested by a probe on this machine (TensorFlow {esc(installed)}): "
+                f"{esc(str(tested.get('workaround_how') or ''))}</p>"
+                f"<pre class='px-cell-workaround px-code'>{esc(str(tested['workaround']))}</pre>"
+            )
+        elif cell.workaround_how:
+            parts.append(
+                f"<p><b>Workaround</b> ({esc(cell.wide)} has a kernel in {esc(cell.version)}): "
+                f"{esc(cell.workaround_how)}. From explorer's workaround catalogue; Probe now "
+                "runs it on this machine.</p>"
+                f"<pre class='px-cell-workaround px-code'>{esc(cell.workaround_code)}</pre>"
+            )
+        else:
+            wide = "float64" if cell.dtype == "float32" else "float32"
+            why = (
+                "the catalogue has none for this raw op"
+                if wide in cell.registered
+                else f"{wide} has no kernel there either"
+            )
+            parts.append(f"<p class='px-release-none'>No workaround: {esc(why)}.</p>")
     return "".join(parts) + "</div>"

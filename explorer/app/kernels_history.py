@@ -46,7 +46,8 @@ def strips_html(answer: ReleaseHistory, device_type: str) -> str:
 
 
 class HistoryStrip:
-    """The strips above the heatmap: the selection's cells, or one clicked cell's."""
+    """History strips as HTML: one clicked cell's, in the details panel (the selection's cells
+    are :class:`~explorer.app.kernels_chips.ReleaseChips`, buttons)."""
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx

@@ -118,20 +118,20 @@ class KernelRows:
                 frames.append(torch_rows)
         return [f for f in frames if len(f)]
 
-    def registry_view(self, ops: list[str], dtypes: tuple[str, ...]) -> Any:
-        """The rows of mode registry on CPU and GPU of the selected backends that declare
-        (TensorFlow's registry, PyTorch's OpInfo); None when no selected backend declares."""
+    def registry_view(self, ops: list[str], dtypes: tuple[str, ...], opinfo: bool = False) -> Any:
+        """The rows of mode registry on CPU and GPU: TensorFlow's registry, and PyTorch's OpInfo
+        beside it when ``opinfo`` (and PyTorch is installed).  Mode registry ignores the Backends
+        control (the tab hides it there): only these two declare."""
         import pandas as pd
 
-        frames = [
-            f
-            for f in self.declared_beside(ops, dtypes, ("CPU", "GPU"))
-            if set(f["backend"]) != {"tensorflow"}
-        ]
-        if "tensorflow" in self.state.backends:
-            frames.insert(0, self.declared_frame(ops, dtypes, ("CPU", "GPU")))
-        if not frames:
-            return None
+        frames = [self.declared_frame(ops, dtypes, ("CPU", "GPU"))]
+        if opinfo:
+            try:
+                torch_rows = self.torch_declared_frame(ops, dtypes, ("CPU", "GPU"))
+            except RuntimeError:
+                torch_rows = None
+            if torch_rows is not None and len(torch_rows):
+                frames.append(torch_rows)
         return pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
 
     def probes(self, ops: list[str], dtypes: tuple[str, ...], mode: str) -> list[Any]:
@@ -181,14 +181,15 @@ class KernelRows:
         return result.rows, missing
 
     def with_declared_gpu(self, frame: Any, ops: list[str], dtypes: tuple[str, ...], mode: str) -> Any:
-        """Probed rows with the declared GPU rows beside them (TensorFlow's registry for ``mode``'s
-        GPU device type, PyTorch's OpInfo for CUDA) when the probes ran on the CPU of a machine
-        without a GPU; the rows themselves are unchanged."""
+        """With Device = GPU on a machine without a GPU, the probed rows (none ran on a GPU) with
+        the declared GPU rows beside them (TensorFlow's registry for ``mode``'s GPU device type,
+        PyTorch's OpInfo for CUDA, of the selected backends); otherwise ``frame`` itself: with
+        Device = CPU no GPU column is shown."""
         import pandas as pd
 
         from explorer.runtime.registry import registry_device
 
-        if self.state.device != "CPU" or self.machine_has_gpu():
+        if self.state.device != "GPU" or self.machine_has_gpu():
             return frame
         device_type = registry_device("GPU", mode)
         beside = [
@@ -196,9 +197,9 @@ class KernelRows:
             for f in self.declared_beside(ops, dtypes, ("GPU",))
         ]
         beside = [f for f in beside if len(f)]
-        if not beside or frame is None:
+        if not beside:
             return frame
-        return pd.concat([frame, *beside], ignore_index=True)
+        return pd.concat([f for f in (frame, *beside) if f is not None], ignore_index=True)
 
     def gpu_note(self, rows: Any) -> str:
         """Said once, when GPU cells are shown on a machine without a GPU."""

@@ -1,19 +1,21 @@
 """Kernels tab: which ops have kernels in which dtype on which device — declared by TensorFlow's
 registry (instant) and probed by running (cached; new probes on demand, in the background).
 
-The heatmap shows the selected op's group × the selected dtypes; the table below
-explains every non-ok cell of the selected op (error, plain sentence, workaround).
-A snapshot from another machine (``precision-explorer kernels --save``) can be
-loaded and is shown instead of this machine's results.
-
-Above the heatmap, the selected cells (the op's raw ops × the selected dtypes × the
-registry device type of the device and mode) have their history: one box per TensorFlow
-release whose registry ships with explorer, changes outlined.  It is read from the shipped
-registries, so it shows while TensorFlow is still loading.
+First the answer in words (one sentence per shown dtype and device); then, above the
+heatmap, the selected cells (the op's raw ops × the selected dtypes × the registry device
+type of the device and mode) across every TensorFlow release whose registry ships with
+explorer, one chip (a button) per release: pressing one tells that release in the details
+panel beside the heatmap.  The heatmap shows the selected op's group (or the whole catalog)
+× the selected dtypes; beside it an Op and Column picker reaches any cell by keyboard; the
+table below explains every cell of the op last clicked (error, plain sentence, workaround).
+A snapshot from another machine (``precision-explorer kernels --save``) can be loaded and is
+shown instead of this machine's results.
 
 The tab draws; its collaborators do one job each: :class:`~explorer.app.kernels_rows.KernelRows`
-asks the queries for the rows, :class:`~explorer.app.kernels_history.HistoryStrip` draws the
-history, :class:`~explorer.app.kernels_probe.ProbeController` runs "Probe now",
+asks the queries for the rows, :class:`~explorer.app.kernels_chips.ReleaseChips` draws the
+release chips, :class:`~explorer.app.kernels_panel.CellPanel` fills the details panel,
+:class:`~explorer.app.kernels_picker.CellPicker` picks a cell by keyboard,
+:class:`~explorer.app.kernels_probe.ProbeController` runs "Probe now",
 :class:`~explorer.app.kernels_snapshot.SnapshotPanel` loads and saves snapshots, and
 :mod:`explorer.app.kernels_details` words the cells.
 """
@@ -28,8 +30,11 @@ import ipywidgets as widgets
 
 from explorer.app.heatmap import KernelHeatmap, speed_legend_html
 from explorer.app.jobs import Job
-from explorer.app.kernels_details import cell_html, details_html, status_key_html
+from explorer.app.kernels_chips import ReleaseChips
+from explorer.app.kernels_details import details_html, status_key_html
 from explorer.app.kernels_history import HistoryStrip
+from explorer.app.kernels_panel import CellPanel
+from explorer.app.kernels_picker import CellPicker
 from explorer.app.kernels_probe import ProbeController
 from explorer.app.kernels_rows import KernelRows
 from explorer.app.kernels_snapshot import SnapshotPanel
@@ -41,7 +46,7 @@ from explorer.plots.availability import kernel_heatmap, kernel_panels
 from explorer.plots.kernel_grid import KernelGrid, kernel_grid, speed_ratios
 
 
-class KernelsTab(Tab):
+class KernelsTab(CellPanel, Tab):
     """Declared (registry) and probed kernel availability for the selection."""
 
     title = "Kernels"
@@ -81,15 +86,30 @@ class KernelsTab(Tab):
         self.save_link = self.snapshots.save_link
         self.snapshot_bar = self.snapshots.bar
         self.key_html = widgets.HTML(status_key_html())
+        from explorer.backends import get_backend
+
+        self._torch_installed = get_backend("torch").is_installed()
+        #: mode registry: PyTorch's OpInfo declarations beside TensorFlow's registry
+        self.opinfo = widgets.Checkbox(
+            value=False,
+            description="also PyTorch's OpInfo (declared dtypes)",
+            indent=False,
+            layout=widgets.Layout(width="auto"),
+        )
+        self.opinfo.add_class("px-kernels-opinfo")
+        self.opinfo.observe(lambda _: self._opinfo_changed(), names="value")
         self.toolbar.children = [
-            widgets.HBox([self.scope, self.probe_button, self.colour_by]),
+            widgets.HBox([self.scope, self.probe_button, self.colour_by, self.opinfo]),
             self.panel.widget,
             self.snapshot_bar,
             self.snapshot_label,
             self.key_html,
         ]
+        #: the clicked cell's history strip (in the details panel)
         self.history = HistoryStrip(self.ctx)
-        self.history_box = self.history.widget
+        #: the selection's release chips above the heatmap (buttons: a press tells the release)
+        self.chips = ReleaseChips(self.ctx, self.pick_release)
+        self.history_box = self.chips.widget
         #: the interactive heatmap (shown in ``self.plot``); a click shows the cell in ``cell_details``
         self.heatmap = KernelHeatmap(on_click=self.select_cell)
         self.cell_details = widgets.HTML("").add_class("px-kernels-cell")
@@ -98,7 +118,10 @@ class KernelsTab(Tab):
         children = list(self.widget.children)
         children.insert(children.index(self.status) + 1, self.history_box)
         #: the heatmap and, beside it (below on a narrow screen), the clicked cell's details
-        self.main = widgets.HBox([self.plot, self.cell_details]).add_class("px-kernels-main")
+        #: the keyboard's way to a cell: pick its op and column, then "Show cell details"
+        self.picker = CellPicker(self.select_cell)
+        self.side = widgets.VBox([self.picker.widget, self.cell_details]).add_class("px-kernels-side")
+        self.main = widgets.HBox([self.plot, self.side]).add_class("px-kernels-main")
         children[children.index(self.plot)] = self.main
         self.widget.children = tuple(children)
         from explorer.runtime.registry import available_without_tensorflow
@@ -108,10 +131,14 @@ class KernelsTab(Tab):
         self.needs_tensorflow = not available_without_tensorflow()
 
     def shown_fields(self) -> tuple[str, ...]:
-        """In mode registry the Device control is hidden: the registry view shows CPU and GPU
-        side by side, so a device would change nothing."""
-        if self.state.mode == "registry":
-            return tuple(f for f in self.fields if f != "device")
+        """In mode registry the Device and Backends controls are hidden: the registry view shows
+        CPU and GPU side by side, and only TensorFlow's registry (and PyTorch's OpInfo, its own
+        checkbox) declare, so neither would change anything.  The OpInfo checkbox shows there
+        only."""
+        registry = self.state.mode == "registry"
+        self.opinfo.layout.display = None if registry and self._torch_installed else "none"
+        if registry:
+            return tuple(f for f in self.fields if f not in ("device", "backends"))
         return self.fields
 
     # ------------------------------------------------------------------ what the collaborators hold
@@ -186,6 +213,7 @@ class KernelsTab(Tab):
 
     def _probe_done(self, job: Job) -> None:
         switched = self.state.mode == "registry" and job.status == "done"
+        job_backends = list(self.state.backends)
         if switched:
             self.state.set(mode="eager")  # show what was just probed, and say so
         self.dirty = True
@@ -195,12 +223,17 @@ class KernelsTab(Tab):
         elif switched:
             self.status.value = (
                 message_html(
-                    "Mode changed from registry to eager to show what was just probed; pick registry "
-                    "in Mode to see the declared view again.",
+                    f"Mode changed from registry to eager: Probe now ran {', '.join(job_backends)} "
+                    "eagerly and under XLA, and eager shows what was just probed (the Backends "
+                    "control is back). Pick registry in Mode to see the declared view again.",
                     "info",
                 )
                 + self.status.value
             )
+
+    def _opinfo_changed(self) -> None:
+        self.dirty = True
+        self.refresh()
 
     def _speed_changed(self) -> None:
         job = self.speed.job
@@ -210,8 +243,8 @@ class KernelsTab(Tab):
             self.show_message(f"Timing failed: {job.error}", "error")
 
     def refresh(self) -> None:
-        """The history strips first (they need no TensorFlow), then the tab."""
-        self.history.update()
+        """The release chips first (they need no TensorFlow), then the tab."""
+        self.chips.update()
         super().refresh()
 
     # ------------------------------------------------------------------ drawing
@@ -224,7 +257,9 @@ class KernelsTab(Tab):
         self.speed.show_control()
         if self.prober.probed_for is not None and self.prober.probed_for != self.prober.selection():
             self.panel.forget()  # "probing: done" was about another selection
-        answerable = self.state.mode in ("registry", "eager", "xla") and "tensorflow" in self.state.backends
+        answerable = self.state.mode == "registry" or (
+            self.state.mode in ("eager", "xla") and "tensorflow" in self.state.backends
+        )
         if self.snapshot is None and answerable:
             self.show_answer(self.answer_sentences())
         if self.snapshot is not None:
@@ -235,24 +270,9 @@ class KernelsTab(Tab):
         dtypes = self.state.dtypes
         mode = self.state.mode
         if mode == "registry":
-            frame = self.rows.registry_view(ops, dtypes)
-            without = [b for b in self.state.backends if b not in ("tensorflow", "torch")]
-            if frame is None:
-                self.clear_figure()  # nothing of an earlier selection stays on screen
-                self.show_html("")
-                raise NotAvailableYet(
-                    "Mode registry shows what TensorFlow's kernel registry and PyTorch's OpInfo "
-                    "declare: select the tensorflow or torch backend, or pick mode eager or xla to "
-                    "see probed runs of the other backends."
-                )
+            frame = self.rows.registry_view(ops, dtypes, opinfo=bool(self.opinfo.value))
             non_tf = [d for d in dtypes if d not in self.registry().float_dtypes]
             note = f"TensorFlow has no dtype for {', '.join(non_tf)}. " if non_tf else ""
-            if without:
-                one = len(without) == 1
-                note += (
-                    f"{' and '.join(without)} declare{'s' if one else ''} nothing: pick mode eager "
-                    f"to run {'it' if one else 'them'}. "
-                )
             self._render_rows(frame, source="registry", note=note + self.rows.gpu_note(frame))
             return
         if self.state.op not in catalog():
@@ -273,6 +293,7 @@ class KernelsTab(Tab):
         if frame is None:
             self.clear_figure()
             self.show_html("")
+            self.panel.forget()  # a finished probe's "done" beside "nothing probed" contradicts it
             self.show_message(note + "Nothing probed yet for this selection.", "info")
             return
         self._render_rows(frame, source="probed", note=note + self.rows.gpu_note(frame))
@@ -302,7 +323,7 @@ class KernelsTab(Tab):
         self.show_html(self.ctx.cache.get(("kernels-details", key), lambda: details_html(rows, op)))
         what = {
             "registry": "declared by TensorFlow's kernel registry (device types as the registry names them)",
-            "probed": "probed by running each op in a sandboxed worker (cached on disk)",
+            "probed": "probed: each op really run on this machine (kept for later visits)",
         }.get(source, source)
         self.show_message(
             f"{note}Showing {len(ops)} ops × {len(self.state.dtypes)} dtypes, {what}."
@@ -339,6 +360,7 @@ class KernelsTab(Tab):
             ratios = speed_ratios(grid, timed)
             self.heatmap.show(grid, highlight=self.state.op, note=speed_legend_html(), ratios=ratios)
         self._shown = (rows, panels, self.state.op)
+        self.picker.set_grid(grid, self.state.op)
         self._figure = None
         self.cell_details.value = ""
         if not self._heatmap_shown:
@@ -372,32 +394,6 @@ class KernelsTab(Tab):
             rows, panels, op = self._shown
             self._figure = kernel_heatmap(rows, panels, highlight=op)
         return super().export(fmt, dtype)
-
-    def select_cell(self, i: int, j: int) -> None:
-        """Show cell ``(i, j)`` of the heatmap (what a click does) beside it: its status, full
-        error, explanation, workaround and release history; "every cell explained" below then
-        follows the clicked op."""
-        grid = self.heatmap.grid
-        if grid is None or not (0 <= i < grid.shape[0] and 0 <= j < grid.shape[1]):
-            return
-        column = grid.columns[j]
-        raws = [str(r["raw_op"]) for r in grid.records(i, j) if r.get("raw_op")]
-        raw_ops = tuple(dict.fromkeys(x for raw in raws for x in raw.split(",") if x))
-        history = ""
-        if column.backend == "tensorflow" and raw_ops:
-            from explorer.runtime.registry import registry_device
-
-            device_type = column.device if column.declared else registry_device(column.device, column.mode)
-            try:
-                history = self.history.html(raw_ops, (column.dtype,), device_type)
-            except Exception as exc:
-                history = message_html(f"No release history for this cell: {exc}", "warning")
-        # beside the heatmap, not above it: the heatmap stays where it is
-        self.cell_details.value = cell_html(grid, i, j) + history
-        clicked = grid.ops[i]
-        if self._shown is not None and clicked != self.state.op:  # the table follows the clicked op
-            rows = self._shown[0]
-            self.show_html(details_html(rows, clicked))
 
 
 def kernels_answers(state: Any, registry: Any, cache: Any, probed: Any = None) -> list[str]:

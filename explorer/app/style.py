@@ -144,6 +144,25 @@ CSS = """
 .px-app .px-code {
   background: #f6f8fa; padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 90%;
 }
+/* --- kernels: the side panel (cell picker, details) beside the heatmap, below it when narrow --- */
+.px-app .px-kernels-main { grid-template-columns: minmax(0, 1fr) minmax(260px, 420px); }
+@media (max-width: 1100px) { .px-app .px-kernels-main { grid-template-columns: minmax(0, 1fr); } }
+.px-app .px-kernels-side { min-width: 0; max-width: 100%; }
+.px-app .px-kernels-side .widget-html-content { white-space: normal; line-height: 1.35; }
+.px-app .px-kernels-side pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.px-app .px-cell-picker .widget-dropdown { max-width: 100%; }
+.px-app .px-cell-picker select { max-width: 260px; }
+.px-app .px-kernels-details > .widget-html-content { white-space: normal; min-width: 0; max-width: 100%; }
+.px-app .px-kernels-details table { max-width: 100%; }
+.px-app .px-kernels-details .px-table th, .px-app .px-kernels-details .px-table td {
+  white-space: normal; text-align: left; overflow-wrap: anywhere;
+}
+.px-app .px-scroll-handle {
+  position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap;
+}
+.px-app .px-scroll-handle:focus {
+  position: static; width: auto; height: auto; clip: auto; outline: 3px solid #0b4f9c; font-size: 85%;
+}
 """ + _contrast_css()
 
 
