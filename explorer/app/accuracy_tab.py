@@ -28,7 +28,7 @@ MISSING_REASONS = {
 #: the per-backend table's columns a newcomer needs (the table fits a panel at 1024 px)
 NEWCOMER_COLUMNS = ("backend", "max_ulp_steps", "max_ulp_error", "correctly_rounded_fraction", "n_inputs")
 #: the others, in a folded table below it
-MORE_COLUMNS = ("status", "mean_ulp_steps", "mean_ulp_error", "exhaustive", "n_nan_mismatch", "error")
+MORE_COLUMNS = ("status", "mean_ulp_steps", "mean_ulp_error", "n_nan_mismatch", "error")
 #: the summation table's columns a newcomer needs; the pairwise sum is folded below
 SUM_COLUMNS = ("accumulator", "sequential sum", "exact", "stagnated at")
 

@@ -151,6 +151,8 @@ CSS = """
 .px-app .px-status-word { color: #555; font-size: 90%; }
 .px-app .px-more-columns > summary { cursor: pointer; color: #0b4f9c; margin: 4px 0; }
 .px-app .px-more-columns .px-table { margin-bottom: 6px; }
+.px-app .px-computing > .px-answer, .px-app .px-computing > .px-plot,
+.px-app .px-computing > .px-details { display: none !important; }
 .px-app svg.px-svg text { font-family: "DejaVu Sans", Verdana, Arial, sans-serif; }
 """ + _contrast_css()
 

@@ -220,6 +220,8 @@ class Tab:
                     done.set()
                     if noted:  # the render's own status wins over the computing note
                         self.status.value = self._status_by_render or ""
+                    if "px-computing" in self.widget._dom_classes:
+                        self.widget.remove_class("px-computing")  # all results appear at once
             if not self._answer_shown:
                 self.answer.value = ""  # an answer about an earlier selection must not linger
             # a render that found the selection changed under it wrote nothing: nothing is shown
@@ -396,8 +398,11 @@ def computing_text(tab: Tab, seconds: float) -> str:
 
 def clear_for_new_selection(tab: Tab, start: float, noted: list[bool]) -> None:
     """Remove the results of the earlier selection from ``tab`` now (its answer, figure and
-    details) and say what is computed instead."""
+    details) and say what is computed instead.  The tab is marked ``px-computing`` first (one
+    message hides all three at once; :meth:`Tab.refresh` unmarks it when the render has written
+    its results, so they appear together)."""
     with tab._write_lock:
+        tab.widget.add_class("px-computing")
         tab.clear_figure()
         tab.details.value = ""
         tab.answer.value = ""
