@@ -27,7 +27,8 @@ def app() -> Any:
 
 
 def _headers(markup: str) -> list[list[str]]:
-    return [re.findall(r"<th>(.*?)</th>", t) for t in re.findall(r"<table.*?</table>", markup, re.S)]
+    tables = re.findall(r"<table.*?</table>", markup, re.S)
+    return [[re.sub("<.*?>", "", h) for h in re.findall(r"<th>(.*?)</th>", t)] for t in tables]
 
 
 def _outside_folds(markup: str) -> str:

@@ -6,6 +6,7 @@ low-precision accumulator vs float32.  One panel per selected dtype, side by sid
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 from explorer.app import numbers
@@ -28,7 +29,7 @@ MISSING_REASONS = {
 #: the per-backend table's columns a newcomer needs (the table fits a panel at 1024 px)
 NEWCOMER_COLUMNS = ("backend", "max_ulp_steps", "max_ulp_error", "correctly_rounded_fraction", "n_inputs")
 #: the others, in a folded table below it
-MORE_COLUMNS = ("status", "mean_ulp_steps", "mean_ulp_error", "n_nan_mismatch", "error")
+MORE_COLUMNS = ("status", "mean_ulp_steps", "mean_ulp_error", "n_nan_mismatch")
 #: the summation table's columns a newcomer needs; the pairwise sum is folded below
 SUM_COLUMNS = ("accumulator", "sequential sum", "exact", "stagnated at")
 
@@ -178,14 +179,25 @@ class AccuracyTab(Tab):
         )
 
 
+def table(rows: list[dict[str, Any]], digits: int = MEASURE_DIGITS) -> str:
+    """:func:`numbers.table_html` of ``rows`` whose headers and words may wrap after an underscore
+    (``max_ulp_steps`` over two lines, never cut inside a word), so that the table fits its panel.
+
+    >>> table([{"max_ulp_steps": 1}]).split("<tbody>")[0]
+    '<table class="px-table px-fit"><thead><tr><th>max_<wbr>ulp_<wbr>steps</th></tr></thead>'
+    """
+    markup = numbers.table_html(rows, missing_reasons=MISSING_REASONS, digits=digits, css_class=FIT)
+    return re.sub(r">[^<>]+<", lambda m: m.group(0).replace("_", "_<wbr>"), markup)
+
+
 def fold(summary: str, markup: str) -> str:
     """``markup`` in a closed details element whose summary is ``summary`` (escaped)."""
     return f"<details class='px-more-columns'><summary>{html.escape(summary)}</summary>{markup}</details>"
 
 
 def backend_tables(summaries: list[Any]) -> list[str]:
-    """The per-backend table (:data:`NEWCOMER_COLUMNS`; a backend that did not run says why
-    beside its name) and the other columns folded below it."""
+    """The per-backend table (:data:`NEWCOMER_COLUMNS`; a backend that did not run has its status
+    beside its name and its error below the table) and the other columns folded below it."""
     rows = [b.to_dict() for b in summaries]
     main = []
     for row in rows:
@@ -197,9 +209,13 @@ def backend_tables(summaries: list[Any]) -> list[str]:
             )
         main.append({"backend": name, **{c: row.get(c) for c in NEWCOMER_COLUMNS[1:]}})
     more = [{"backend": row["backend"], **{c: row.get(c) for c in MORE_COLUMNS}} for row in rows]
-    kw: dict[str, Any] = {"missing_reasons": MISSING_REASONS, "digits": MEASURE_DIGITS, "css_class": FIT}
-    table, rest = numbers.table_html(main, **kw), numbers.table_html(more, **kw)
-    return [table, fold("more columns: status, means, NaN mismatches, errors", rest)]
+    failed = "".join(
+        f"<p class='px-compare-note'>{html.escape(str(row['backend']))} did not run "
+        f"({html.escape(str(row.get('status')))}): {html.escape(str(row.get('error') or ''))}</p>"
+        for row in rows
+        if row.get("status") != "ok"
+    )
+    return [table(main), failed, fold("more columns: status, means, NaN mismatches", table(more))]
 
 
 def disagreements_html(result: Any) -> str:
@@ -216,11 +232,11 @@ def disagreements_html(result: Any) -> str:
     if not count:
         same = html.escape(", ".join(ran))
         return f"<p class='px-compare-note'>{same} give the same result on every input.</p>"
-    table = numbers.table_html(result.disagreements(limit=30), css_class=FIT)
+    first = table(result.disagreements(limit=30), digits=numbers.DIGITS)
     return (
         f"<p class='px-compare-note'>{count:,} input{'' if count == 1 else 's'} where "
         f"{html.escape(', '.join(ran))} give different results.</p>"
-        + fold(f"the first {min(count, 30)} of them, with the correctly rounded reference", table)
+        + fold(f"the first {min(count, 30)} of them, with the correctly rounded reference", first)
     )
 
 
@@ -238,6 +254,5 @@ def summation_tables(study: Any) -> list[str]:
     ]
     main = [{c: row[c] for c in SUM_COLUMNS} for row in rows]
     more = [{c: row[c] for c in ("accumulator", "pairwise sum")} for row in rows]
-    kw: dict[str, Any] = {"missing_reasons": MISSING_REASONS, "digits": 8, "css_class": FIT}
-    pairwise = numbers.table_html(more, **kw)
-    return [numbers.table_html(main, **kw), fold("more columns: the pairwise sum", pairwise)]
+    # the sums differ in their last digits
+    return [table(main, digits=8), fold("more columns: the pairwise sum", table(more, digits=8))]

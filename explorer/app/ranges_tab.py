@@ -42,6 +42,8 @@ class RangesTab(Tab):
         "bits), one panel per selected dtype."
     )
 
+    clears_at_once = True
+
     def build(self) -> None:
         from explorer.app.block_widgets import BlockRangeView
 

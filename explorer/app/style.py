@@ -145,7 +145,7 @@ CSS = """
   background: #f6f8fa; padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 90%;
 }
 /* --- accuracy: tables that fit their panels, inline SVG figures --- */
-.px-app .px-fit th { white-space: normal; overflow-wrap: anywhere; vertical-align: bottom; }
+.px-app .px-fit th { white-space: normal; overflow-wrap: break-word; vertical-align: bottom; }
 .px-app .px-fit td { white-space: normal; overflow-wrap: break-word; }
 .px-app .px-fit td:first-child, .px-app .px-fit th:first-child { text-align: left; }
 .px-app .px-status-word { color: #555; font-size: 90%; }
