@@ -179,3 +179,21 @@ def test_overflow_labels_are_readable_on_the_band_they_sit_on() -> None:
         assert len(under) == 1, f"{label.get_text()} straddles bands"
         ratio = _wcag_contrast(to_hex(label.get_color()), to_hex(under[0].get_facecolor()))
         assert ratio >= 4.5, (label.get_text(), to_hex(under[0].get_facecolor()), ratio)
+
+
+def test_the_ulp_plot_samples_points_over_every_input_and_ticks_round_values() -> None:
+    """A subsample of thousands of correctly rounded points reaches both ends of the inputs (it
+    once kept only the first ones: bfloat16's positive half was missing), and the x ticks are 0
+    and signed powers of ten inside the axis."""
+    from explorer.plots.accuracy import plot_ulp_error
+    from explorer.queries.accuracy import accuracy
+    from tests.support import oracles
+
+    result = accuracy("tanh", "bfloat16", ("emulated",))
+    ax = plot_ulp_error(result, max_points=500).axes[0]
+    drawn = np.asarray(ax.lines[0].get_xdata(), dtype=np.float64)
+    every = oracles.finite_values("bfloat16")
+    assert drawn.size <= 500 and drawn.min() == every.min() and drawn.max() == every.max()
+    lo, hi = ax.get_xlim()
+    ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+    assert all(t == 0 or np.log10(abs(t)).is_integer() for t in ticks) and len(ticks) <= 7, ticks

@@ -68,8 +68,8 @@ def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000, measur
         wrong = np.nonzero(finite & (steps > 0))[0]
         right = np.nonzero(finite & (steps == 0))[0]
         keep = max(max_points - wrong.size, 0)
-        if right.size > keep:
-            right = right[:: max(right.size // max(keep, 1), 1)][:keep]
+        if right.size > keep:  # evenly over the whole input range, both ends kept
+            right = right[np.unique(np.linspace(0, right.size - 1, max(keep, 2)).astype(np.int64))]
         idx = np.concatenate([wrong[:max_points], right])
         ax.plot(
             x[idx],
@@ -105,6 +105,8 @@ def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000, measur
     shown_x = x[np.isfinite(x)]  # inputs may hold inf and nan: the ticks span the finite ones
     lo, hi = (float(shown_x.min()), float(shown_x.max())) if shown_x.size else (-1.0, 1.0)
     ax.xaxis.set_major_locator(FixedLocator(symlog_ticks(lo, hi, linthresh, per_side=3)))
+    if lo < hi:
+        ax.set_xlim(lo, hi)  # every input's place, whichever points were drawn
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(FuncFormatter(plain_number))
         axis.set_minor_locator(NullLocator())
