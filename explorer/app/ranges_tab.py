@@ -25,8 +25,9 @@ MISSING_REASONS = {
 
 #: the threshold table's columns a newcomer needs (the table fits a panel at 1024 px)
 NEWCOMER_COLUMNS = ("backend", "kind", "first positive", "first negative", "inputs")
-#: the others, in a folded table below it
+#: the others, in two folded tables below it (each fits a panel at 1024 px)
 MORE_COLUMNS = ("last positive", "last negative", "rule (bounds included)", "returns")
+MORE_TABLES = (("last positive", "last negative"), ("rule (bounds included)", "returns"))
 
 
 class RangesTab(Tab):
@@ -40,6 +41,8 @@ class RangesTab(Tab):
         "underflow, go subnormal or NaN, with exact thresholds (every value of formats up to 16 "
         "bits), one panel per selected dtype."
     )
+
+    clears_at_once = True
 
     def build(self) -> None:
         from explorer.app.block_widgets import BlockRangeView
@@ -201,7 +204,8 @@ def thresholds_html(regions: dict[str, Any]) -> str:
                         c: numbers.Markup(numbers.cell_html(None, reason))
                         for c in ("first positive", "last positive", "first negative", "last negative")
                     },
-                    "inputs": reg.error[:120] or None,
+                    "inputs": None,
+                    "error": reg.error[:160],
                     "rule (bounds included)": None,
                     "returns": None,
                 }
@@ -227,14 +231,27 @@ def thresholds_html(regions: dict[str, Any]) -> str:
     line = number_line(first.format)
     flushed = sorted(name for name, reg in regions.items() if reg.ran and "flush_to_zero" in reg.thresholds)
     main = [{c: row[c] for c in NEWCOMER_COLUMNS} for row in rows]
-    more = [{c: row[c] for c in ("backend", "kind", *MORE_COLUMNS)} for row in rows]
+    more = [
+        numbers.table_html(
+            [{c: row[c] for c in ("backend", "kind", *columns)} for row in rows],
+            missing_reasons=MISSING_REASONS,
+            css_class="px-table px-fit",
+        )
+        for columns in MORE_TABLES
+    ]
+    failures = "".join(
+        message_html(f"{row['backend']} did not run: {row['error']}", "info")
+        for row in rows
+        if row.get("error")
+    )
     return (
         "<h4>Thresholds (the first inputs of each kind, from zero outwards; hover a value for its "
         "exact value, a kind for its definition)</h4>"
-        + numbers.table_html(main, missing_reasons=MISSING_REASONS)
+        + numbers.table_html(main, missing_reasons=MISSING_REASONS, css_class="px-table px-fit")
+        + failures
         + "<details class='px-more-columns'><summary>more columns: the last inputs of each kind, "
         "the rule in words, the results</summary>"
-        + numbers.table_html(more, missing_reasons=MISSING_REASONS)
+        + "".join(more)
         + "</details>"
         + message_html(f"{first.format}: {line.underflow_rule}; {line.overflow_rule}", "info")
         + (

@@ -163,6 +163,16 @@ CSS = """
 .px-app .px-scroll-handle:focus {
   position: static; width: auto; height: auto; clip: auto; outline: 3px solid #0b4f9c; font-size: 85%;
 }
+/* --- accuracy: tables that fit their panels, inline SVG figures --- */
+.px-app .px-fit th { white-space: normal; overflow-wrap: break-word; vertical-align: bottom; }
+.px-app .px-fit td { white-space: normal; overflow-wrap: break-word; }
+.px-app .px-fit td:first-child, .px-app .px-fit th:first-child { text-align: left; }
+.px-app .px-status-word { color: #555; font-size: 90%; }
+.px-app .px-more-columns > summary { cursor: pointer; color: #0b4f9c; margin: 4px 0; }
+.px-app .px-more-columns .px-table { margin-bottom: 6px; }
+.px-app .px-computing > .px-answer, .px-app .px-computing > .px-plot,
+.px-app .px-computing > .px-details { display: none !important; }
+.px-app svg.px-svg text { font-family: "DejaVu Sans", Verdana, Arial, sans-serif; }
 """ + _contrast_css()
 
 

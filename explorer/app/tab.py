@@ -79,6 +79,9 @@ class Tab:
     needs_tensorflow = False
     #: one line telling a newcomer what the tab answers
     intro = ""
+    #: True for a tab whose render of a new selection can take seconds (a sweep): the earlier
+    #: selection's results are removed at once and the note says what is computed, with progress
+    clears_at_once = False
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
@@ -99,6 +102,10 @@ class Tab:
         self._writes = 0
         self._write_lock = threading.Lock()
         self._status_by_render: str | None = None
+        #: the selection the render in progress is about (see :meth:`still_current`)
+        self._rendering: tuple[Any, ...] | None = None
+        #: what the render in progress has done so far, for the computing note ("float16 done")
+        self.progress = ""
 
         #: one sentence (or one per selected dtype) answering the selection in words, above all else
         self.answer = widgets.HTML(value="").add_class("px-answer").add_class(f"px-{self.key}-answer")
@@ -181,7 +188,11 @@ class Tab:
             done = threading.Event()
             noted: list[bool] = []  # the computing note fired (it then wrote the status)
             self._status_by_render = None
+            self._rendering = selection
+            self.progress = ""
             if selection != self.shown_selection:
+                if self.clears_at_once:
+                    clear_for_new_selection(self, start, noted)
                 start_computing_note(self, writes, done, start, noted)
             try:
                 loader = self.ctx.tf_loader
@@ -209,11 +220,20 @@ class Tab:
                     done.set()
                     if noted:  # the render's own status wins over the computing note
                         self.status.value = self._status_by_render or ""
+                    if "px-computing" in self.widget._dom_classes:
+                        self.widget.remove_class("px-computing")  # all results appear at once
             if not self._answer_shown:
                 self.answer.value = ""  # an answer about an earlier selection must not linger
-            self.shown_selection = selection
+            # a render that found the selection changed under it wrote nothing: nothing is shown
+            self.shown_selection = selection if self.still_current() else None
+            self._rendering = None
             self.render_count += 1
             self.last_render_seconds = time.perf_counter() - start
+
+    def still_current(self) -> bool:
+        """True while the state still holds the selection the render in progress is about (a
+        render checks before it writes its results: results of a selection left are dropped)."""
+        return self._rendering is None or self.selection() == self._rendering
 
     def _clear_unless_written(self, writes: int) -> None:
         """Remove the plot and details when this render wrote none (they are an earlier selection's)."""
@@ -363,6 +383,33 @@ class Tab:
         return JobPanel(self.key)
 
 
+def computing_text(tab: Tab, seconds: float) -> str:
+    """The computing note's words: what is computed, the progress so far, the seconds.
+
+    >>> class T:
+    ...     progress = "float16 done"
+    ...     def describe_selection(self): return "tanh in float16, bfloat16"
+    >>> computing_text(T(), 2.4)
+    'Computing tanh in float16, bfloat16 … float16 done; 2 s so far.'
+    """
+    done = f" {tab.progress};" if tab.progress else ""
+    return f"Computing {tab.describe_selection()} …{done} {seconds:.0f} s so far."
+
+
+def clear_for_new_selection(tab: Tab, start: float, noted: list[bool]) -> None:
+    """Remove the results of the earlier selection from ``tab`` now (its answer, figure and
+    details) and say what is computed instead.  The tab is marked ``px-computing`` first (one
+    message hides all three at once; :meth:`Tab.refresh` unmarks it when the render has written
+    its results, so they appear together)."""
+    with tab._write_lock:
+        tab.widget.add_class("px-computing")
+        tab.clear_figure()
+        tab.details.value = ""
+        tab.answer.value = ""
+        noted.append(True)
+        tab.status.value = render.message_html(computing_text(tab, time.perf_counter() - start), "loading")
+
+
 def start_computing_note(
     tab: Tab, writes: int, done: threading.Event, start: float, noted: list[bool]
 ) -> None:
@@ -383,11 +430,13 @@ def start_computing_note(
                     tab.answer.value = ""
                 seconds = time.perf_counter() - start
                 noted.append(True)
-                tab.status.value = render.message_html(
-                    f"Computing {what}… {seconds:.0f} s so far; the results of the earlier "
-                    "selection are no longer shown.",
-                    "loading",
+                words = (
+                    computing_text(tab, seconds)
+                    if tab.clears_at_once
+                    else f"Computing {what}… {seconds:.0f} s so far; the results of the earlier "
+                    "selection are no longer shown."
                 )
+                tab.status.value = render.message_html(words, "loading")
 
     threading.Thread(target=note, name=f"explorer-{tab.key}-computing", daemon=True).start()
 

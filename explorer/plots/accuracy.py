@@ -19,15 +19,30 @@ MEASURE_LABELS: dict[str, str] = {
 }
 
 
+#: font sizes in points (SVG user units): at the narrowest panel (about 450 px for a 468 pt
+#: figure, 0.96 px a point) the legend is still 12 px or more
+LEGEND_PT = 13
+TICK_PT = 12
+LABEL_PT = 12
+TITLE_PT = 13
+#: the figure's width in inches (468 pt: the SVG's own width, 624 px, shrinks to fit a panel)
+FIGURE_WIDTH_IN = 6.5
+
+
 def _label(name: str, summary: Any) -> str:
+    """A legend entry: the backend and its largest error by both measures (the table has the rest).
+
+    >>> from types import SimpleNamespace
+    >>> _label("numpy", SimpleNamespace(max_ulp_error=0.5001, max_ulp_steps=1.0))
+    'numpy: ulp_error max 0.5001 · ulp_steps max 1'
+    """
+
     def figure(value: float | None, spec: str) -> str:
         return "-" if value is None else format(value, spec)
 
-    wrong = round((1 - (summary.correctly_rounded_fraction or 0)) * summary.n_inputs)
     return (
-        f"{name}: ulp_error max {figure(summary.max_ulp_error, '.5g')}, mean "
-        f"{figure(summary.mean_ulp_error, '.3g')}; ulp_steps max {figure(summary.max_ulp_steps, 'g')}; "
-        f"{wrong:,} of {summary.n_inputs:,} not correctly rounded"
+        f"{name}: ulp_error max {figure(summary.max_ulp_error, '.4g')} · "
+        f"ulp_steps max {figure(summary.max_ulp_steps, 'g')}"
     )
 
 
@@ -43,7 +58,7 @@ def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000, measur
     if ax is None:
         from matplotlib.figure import Figure
 
-        ax = Figure(figsize=(9.0, 3.6), layout="constrained").add_subplot()
+        ax = Figure(figsize=(FIGURE_WIDTH_IN, 3.6), layout="constrained").add_subplot()
     x = result.inputs[0]
     values = result.ulp_errors if measure == "ulp_error" else result.ulp_steps
     for k, (name, errors) in enumerate(values.items()):
@@ -53,8 +68,8 @@ def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000, measur
         wrong = np.nonzero(finite & (steps > 0))[0]
         right = np.nonzero(finite & (steps == 0))[0]
         keep = max(max_points - wrong.size, 0)
-        if right.size > keep:
-            right = right[:: max(right.size // max(keep, 1), 1)][:keep]
+        if right.size > keep:  # evenly over the whole input range, both ends kept
+            right = right[np.unique(np.linspace(0, right.size - 1, max(keep, 2)).astype(np.int64))]
         idx = np.concatenate([wrong[:max_points], right])
         ax.plot(
             x[idx],
@@ -65,6 +80,7 @@ def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000, measur
             color=colour,
             alpha=0.7,
             label=_label(name, result.by_backend(name)),
+            rasterized=True,  # thousands of points: one image inside a vector figure
         )
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
@@ -88,18 +104,26 @@ def plot_ulp_error(result: Any, ax: Any = None, max_points: int = 20_000, measur
     ax.yaxis.set_major_locator(FixedLocator(y_ticks))
     shown_x = x[np.isfinite(x)]  # inputs may hold inf and nan: the ticks span the finite ones
     lo, hi = (float(shown_x.min()), float(shown_x.max())) if shown_x.size else (-1.0, 1.0)
-    ax.xaxis.set_major_locator(FixedLocator(symlog_ticks(lo, hi, linthresh)))
+    ax.xaxis.set_major_locator(FixedLocator(symlog_ticks(lo, hi, linthresh, per_side=3)))
+    if lo < hi:
+        ax.set_xlim(lo, hi)  # every input's place, whichever points were drawn
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(FuncFormatter(plain_number))
         axis.set_minor_locator(NullLocator())
-    ax.set_xlabel("input x" if len(result.inputs) == 1 else "first input a", fontsize=10)
-    ax.set_ylabel(f"{measure} ({result.format})", fontsize=10)
-    ax.set_title(
-        f"{result.op} in {result.format}: {MEASURE_LABELS[measure]}, against float64 correctly rounded",
-        fontsize=10,
-    )
+    ax.tick_params(labelsize=TICK_PT)
+    ax.set_xlabel("input x" if len(result.inputs) == 1 else "first input a", fontsize=LABEL_PT)
+    ax.set_ylabel(measure, fontsize=LABEL_PT)
+    ax.set_title(f"{result.op} in {result.format}: {measure} per input", fontsize=TITLE_PT, loc="left")
     if values:
-        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
+        ax.legend(
+            fontsize=LEGEND_PT,
+            loc="upper left",
+            bbox_to_anchor=(-0.12, -0.3),
+            ncol=1,
+            frameon=False,
+            borderaxespad=0.0,
+            markerscale=3,
+        )
     else:
         ax.text(0.5, 0.5, "no backend ran", transform=ax.transAxes, ha="center")
     return ax.figure
@@ -116,11 +140,14 @@ def accuracy_figure(result: Any, study: Any) -> Any:
     from explorer.plots._layout import stacked_axes
     from explorer.plots.accumulation import plot_running_sum
 
-    fig = Figure(figsize=(10.0, 4.0))
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 4.0))
+    margins = {"left": 0.85, "right": 0.4, "top": 0.4, "bottom": 0.6}
     if result is None:
-        (sum_ax,) = stacked_axes(fig, [2.6], top=0.4)
+        (sum_ax,) = stacked_axes(fig, [2.4], **margins)
     else:
-        ulp_ax, sum_ax = stacked_axes(fig, [2.4, 2.6], gap=1.6, top=0.4)
+        # below the ulp plot: its x label, then one legend line per backend, then the sum's title
+        gap = 1.3 + 0.26 * max(len(result.ulp_errors), 1)
+        ulp_ax, sum_ax = stacked_axes(fig, [2.2, 2.4], gap=gap, **margins)
         plot_ulp_error(result, ulp_ax, max_points=6000)
     plot_running_sum(study, sum_ax)
     return fig

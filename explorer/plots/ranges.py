@@ -79,20 +79,31 @@ def plot_number_lines(lines: Any, ax: Any = None) -> Any:
                 color=INK,
                 markersize=7 if key == "eps" else 12,
             )
+        label = f"overflow → {line.overflow_gives}"
+        inside = _fits(ax, label, 7, hi - top - 1.0, hi - lo)
         ax.text(
-            hi - 0.5,
+            hi - 0.5 if inside else top - 0.5,
             y,
-            f"overflow → {line.overflow_gives}",
+            label,
             va="center",
             ha="right",
             fontsize=7,
-            color=PAPER,
+            color=PAPER if inside else INK,  # white on the red band, else ink on the pale "ok" band
         )
     ax.set_yticks(range(len(lines)), [line.format for line in reversed(lines)], fontsize=8)
     ax.set_xlim(lo, hi)
     ax.set_xlabel("log2 |x|   (| marks: smallest subnormal, smallest normal, max; ▼ eps)")
     _legend(ax, ["underflow", "subnormal", "ok", "overflow"])
     return ax.figure
+
+
+def _fits(ax: Any, text: str, size: float, span: float, full: float) -> bool:
+    """True when ``text`` at ``size`` points is narrower than ``span`` data units of an x axis
+    ``full`` units wide (the axes' width read from its figure, no drawing needed)."""
+    from matplotlib.textpath import TextPath
+
+    width_pt = ax.get_position().width * ax.figure.get_figwidth() * 72.0
+    return float(TextPath((0, 0), text, size=size).get_extents().width) < span / full * width_pt
 
 
 def _index_ticks(ax: Any, inputs: np.ndarray, axis: str = "x", count: int = 9) -> None:
