@@ -85,6 +85,31 @@ def _history_html(result: dict[str, Any]) -> str:
     return f"<div class='px-explain-history'>{''.join(cells)}</div>"
 
 
+#: the Copy button's click: the block's text to the clipboard (no data of the page in the script)
+_COPY_SCRIPT = (
+    "const pre=this.parentElement.querySelector('pre');"
+    "if(navigator.clipboard){navigator.clipboard.writeText(pre.innerText)"
+    ".then(()=>{this.textContent='Copied';},()=>{});}"
+    "else{const r=document.createRange();r.selectNodeContents(pre);"
+    "const s=getSelection();s.removeAllRanges();s.addRange(r);}"
+)
+
+
+def code_block(code: str, extra_class: str = "") -> str:
+    """``code`` in a monospace block with a Copy button (the code escaped).
+
+    >>> block = code_block("x = a < b")
+    >>> "x = a &lt; b</pre>" in block and "class='px-copy'" in block
+    True
+    """
+    return (
+        "<div class='px-code-block'>"
+        f"<button type='button' class='px-copy' onclick=\"{_COPY_SCRIPT}\">"
+        "Copy</button>"
+        f"<pre class='px-code {extra_class}'>{_e(code)}</pre></div>"
+    )
+
+
 def result_html(result: dict[str, Any]) -> str:
     """The diagnose result as HTML: labelled facts, the explanation, the workaround code in a <pre>.
 
@@ -137,12 +162,17 @@ def result_html(result: dict[str, Any]) -> str:
         parts.append(f"<p><b>Workaround:</b> {_e(work['description'])} ({_e(how)})</p>")
         from explorer.runtime.workarounds import lesson_code
 
-        short = lesson_code(work["code"])
-        parts.append(f"<pre class='px-explain-code px-code'>{_e(short)}</pre>")
+        short = work.get("lesson") or lesson_code(work["code"])
+        if work.get("lesson_from"):
+            parts.append(
+                "<p class='px-explain-lesson-from'>Your line "
+                f"<code>{_e(work['lesson_from'])}</code>, with the fix:</p>"
+            )
+        parts.append(code_block(short, "px-explain-code"))
         if short != work["code"]:
             parts.append(
                 "<details class='px-explain-full'><summary>the same with the example inputs it ran "
-                f"on (runnable as is)</summary><pre class='px-code'>{_e(work['code'])}</pre></details>"
+                f"on (runnable as is)</summary>{code_block(work['code'])}</details>"
             )
     else:
         parts.append(f"<p><b>No workaround:</b> {_e(work['note'])}</p>")
