@@ -209,6 +209,7 @@ class ExplainTab(Tab):
         self.run_workaround.add_class("px-explain-run")
         self.working = widgets.Label("").add_class("px-explain-working")
         self.toolbar.layout = widgets.Layout(flex_flow="column", width="100%")
+        self.toolbar.add_class("px-explain-toolbar")
         self.toolbar.children = [self.text, widgets.HBox([self.button, self.run_workaround, self.working])]
         self.export_bar.layout.display = "none"  # this tab draws no figure
         self.result: dict[str, Any] | None = None
