@@ -159,6 +159,7 @@ CSS = """
 }
 .px-app .px-copy:focus-visible { outline: 3px solid #0b4f9c; outline-offset: 2px; }
 .px-app .px-mode-help { font-size: 90%; margin-left: 8px; }
+.px-app [style*="background"] a.px-term { color: inherit; }
 .px-app .px-explain-toolbar { align-items: stretch; }
 .px-app .px-explain-text { width: auto !important; max-width: 100%; box-sizing: border-box; }
 """ + _contrast_css()
