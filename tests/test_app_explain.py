@@ -116,15 +116,14 @@ def test_the_lesson_is_the_users_own_call_and_computes_the_op(torch_error: str) 
     step = np.abs(ref) * 2.0**-3 + 2.0**-9
     assert np.all(np.abs(shown - ref) <= step), np.max(np.abs(shown - ref))
     assert np.mean(shown == ref) > 0.95
-    # shown in monospace with a Copy button; the runnable whole folded below
+    # shown in monospace, a click selects it whole (to copy); the runnable whole folded below
+    from explorer.app.style import CSS
+
     markup = result_html(result)
-    block = re.search(
-        r"<div class='px-code-block'><button type='button' class='px-copy'.*?>Copy</button>"
-        r"<pre class='px-code px-explain-code'>(.*?)</pre>",
-        markup,
-        re.S,
-    )
+    block = re.search(r"<pre class='px-code px-explain-code'[^>]*>(.*?)</pre>", markup, re.S)
     assert block and html.unescape(block[1]) == lesson, markup[:2000]
+    assert re.search(r"pre\.px-code \{[^}]*user-select: all", CSS)
+    assert re.search(r"\.px-app pre, \.px-app code, \.px-app \.px-code \{\s*font-family:[^}]*monospace", CSS)
     assert html.escape(work["code"]) in markup
     installed = re.search(r"<tr><th[^>]*>installed</th><td>(.*?)</td></tr>", markup, re.S)
     assert installed and not html.unescape(installed[1]).rstrip().endswith(":"), installed

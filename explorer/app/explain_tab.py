@@ -85,29 +85,14 @@ def _history_html(result: dict[str, Any]) -> str:
     return f"<div class='px-explain-history'>{''.join(cells)}</div>"
 
 
-#: the Copy button's click: the block's text to the clipboard (no data of the page in the script)
-_COPY_SCRIPT = (
-    "const pre=this.parentElement.querySelector('pre');"
-    "if(navigator.clipboard){navigator.clipboard.writeText(pre.innerText)"
-    ".then(()=>{this.textContent='Copied';},()=>{});}"
-    "else{const r=document.createRange();r.selectNodeContents(pre);"
-    "const s=getSelection();s.removeAllRanges();s.addRange(r);}"
-)
-
-
 def code_block(code: str, extra_class: str = "") -> str:
-    """``code`` in a monospace block with a Copy button (the code escaped).
+    """``code`` in a monospace block that a click or tap selects whole (CSS ``user-select: all``:
+    no script in the page), ready to copy; escaped.
 
-    >>> block = code_block("x = a < b")
-    >>> "x = a &lt; b</pre>" in block and "class='px-copy'" in block
-    True
+    >>> code_block("x = a < b")
+    "<pre class='px-code ' title='click to select all of it, then copy'>x = a &lt; b</pre>"
     """
-    return (
-        "<div class='px-code-block'>"
-        f"<button type='button' class='px-copy' onclick=\"{_COPY_SCRIPT}\">"
-        "Copy</button>"
-        f"<pre class='px-code {extra_class}'>{_e(code)}</pre></div>"
-    )
+    return f"<pre class='px-code {extra_class}' title='click to select all of it, then copy'>{_e(code)}</pre>"
 
 
 def result_html(result: dict[str, Any]) -> str:
@@ -166,7 +151,8 @@ def result_html(result: dict[str, Any]) -> str:
         if work.get("lesson_from"):
             parts.append(
                 "<p class='px-explain-lesson-from'>Your line "
-                f"<code>{_e(work['lesson_from'])}</code>, with the fix:</p>"
+                f"<code>{_e(work['lesson_from'])}</code>, with the fix (a click on the code selects "
+                "all of it, to copy):</p>"
             )
         parts.append(code_block(short, "px-explain-code"))
         if short != work["code"]:

@@ -144,20 +144,14 @@ CSS = """
 .px-app .px-code {
   background: #f6f8fa; padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 90%;
 }
-/* --- explain: text wraps in every tab, code blocks with a Copy button, glossary links --- */
+/* --- explain: text wraps in every tab, code a click selects whole, glossary links --- */
 .px-app .widget-html-content { white-space: normal; overflow-wrap: break-word; }
 .px-app .px-tab-slot p, .px-app .px-tab-slot li, .px-app .px-tab-slot dd,
 .px-app .px-tab-slot .px-msg, .px-app .px-controls .widget-html-content {
   white-space: normal; overflow-wrap: anywhere; max-width: 100%;
 }
 .px-app .px-explain-facts th { white-space: nowrap; }
-.px-app .px-code-block { position: relative; max-width: 100%; }
-.px-app .px-code-block .px-code { margin: 4px 0; padding-right: 64px; }
-.px-app .px-copy {
-  position: absolute; top: 4px; right: 4px; font-size: 85%; padding: 2px 8px; cursor: pointer;
-  background: #ffffff; color: #1a1a1a; border: 1px solid #767676; border-radius: 3px;
-}
-.px-app .px-copy:focus-visible { outline: 3px solid #0b4f9c; outline-offset: 2px; }
+.px-app pre.px-code { user-select: all; -webkit-user-select: all; cursor: copy; margin: 4px 0; }
 .px-app .px-mode-help { font-size: 90%; margin-left: 8px; }
 .px-app [style*="background"] a.px-term { color: inherit; }
 .px-app .px-explain-toolbar { align-items: stretch; }
