@@ -302,3 +302,15 @@ def test_the_loading_banner_does_not_talk_of_kernels(app: Any) -> None:
     finally:
         app.ctx.tf_loader = saved
         app._update_banner()
+
+
+def test_no_tab_starts_with_how_the_app_runs(app: Any) -> None:
+    """The banner, answer and intro above each tab's controls say nothing of kernels, imports or
+    worker processes; that is the Environment tab's (its How this app runs)."""
+    for key in app.tabs:
+        tab = app.tabs[key]
+        top = re.sub(r"<[^>]+>", "", app.banner.value + tab.answer.value + tab.intro_html.value)
+        for note in ("in this kernel", "sandboxed worker", "not imported", "worker process"):
+            assert note not in top, (key, top[:300])
+    env = app.select("environment")
+    assert "worker processes" in re.sub(r"<[^>]+>", "", env.details.value)
