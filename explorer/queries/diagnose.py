@@ -287,7 +287,7 @@ def _run_candidates(
             **none,
             "description": description,
             "code": code,
-            "note": _also(none["note"], "not run (--no-run)"),
+            "note": _also(none["note"], "not run: running it was turned off"),
         }
     version = framework_version(framework)
     if version is None:
