@@ -234,7 +234,8 @@ _KEY = """() => {
     const key = document.querySelector('.px-tab-kernels .px-key');
     if (!key) return [];
     return [...key.querySelectorAll('span')]
-        .filter(s => s.nextSibling && s.nextSibling.nodeType === 3 && s.textContent.trim().length <= 2)
+        .filter(s => s.nextSibling && (s.nextSibling.nodeType === 3 || s.nextSibling.tagName === 'A')
+            && s.textContent.trim().length <= 2)
         .map(s => [s.textContent.trim(), s.nextSibling.textContent.trim()]);
 }"""
 
@@ -430,7 +431,8 @@ def test_story_original_question_range_float16_cpu(app: Any) -> None:
     strip.wait_for(timeout=LOAD_MS)
     legend = page.eval_on_selector(
         ".px-history-key",
-        "el => [...el.querySelectorAll('span')].filter(s => s.nextSibling && s.nextSibling.nodeType === 3)"
+        "el => [...el.querySelectorAll('span')].filter(s => s.nextSibling"
+        " && (s.nextSibling.nodeType === 3 || s.nextSibling.tagName === 'A'))"
         ".map(s => [s.textContent.trim(), s.nextSibling.textContent.trim()])",
     )
     letter_to_status = dict(legend)

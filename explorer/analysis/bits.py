@@ -296,6 +296,23 @@ def exact_short(value: float) -> str | None:
     return format(exact, "f")
 
 
+def value_text(value: float, mantissa_bits: int) -> str:
+    """A value of a format with ``mantissa_bits`` explicit mantissa bits as the Bits tab writes it,
+    in its table and its sentences alike: exactly when :func:`exact_short` can, else ``≈`` and
+    enough significant digits to tell it from its neighbours in the format.
+
+    >>> value_text(0.1015625, 3), value_text(0.0999755859375, 10), value_text(448.0, 3)
+    ('0.1015625', '≈0.099976', '448')
+    """
+    exact = exact_short(value) if math.isfinite(value) and value != 0 else None
+    if exact is not None:
+        return exact
+    if value == 0 or not math.isfinite(value):
+        return _short(value) if value == 0 else str(value)
+    digits = max(math.ceil((int(mantissa_bits) + 1) * math.log10(2)) + 1, 4)
+    return "≈" + format(value, f".{digits}g")
+
+
 def _lacks(fmt: Format) -> str:
     return "neither infinity nor NaN" if not fmt.has_nan else "no infinity"
 
@@ -370,7 +387,7 @@ def explain_value(info: BitInfo) -> str:
     else:
         text = (
             f"{_short(x)} is not representable in {name}: it rounds to the nearest value, "
-            f"{_short(stored)} (error {_short(info.rounding_error)}"
+            f"{value_text(stored, fmt.mantissa_bits)} (error {_short(info.rounding_error)}"
             + (f", {_short(abs(info.relative_error) * 100)}% relative" if info.relative_error else "")
             + ")"
         )

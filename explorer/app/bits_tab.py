@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 import ipywidgets as widgets
@@ -87,11 +88,13 @@ def bits_details_html(value: str, infos: list[Any], explanations: list[str], val
     def near(
         i: Any, column: str, number: Any
     ) -> Any:  # values of the format: digits that tell neighbours apart
-        from explorer.analysis.bits import exact_short
+        from explorer.analysis.bits import value_text
 
-        exact = exact_short(number) if isinstance(number, float) else None
-        if exact is not None:  # written as the sentence writes it: exactly
-            return numbers.Markup(html.escape(exact))
+        if isinstance(number, float) and math.isfinite(number):  # as the sentence writes it
+            text = html.escape(value_text(number, resolve(i.format).mantissa_bits))
+            if text.startswith("≈"):  # shortened: the exact value on hover
+                return numbers.Markup(f'<span title="{html.escape(repr(number), quote=True)}">{text}</span>')
+            return numbers.Markup(text)
         digits = numbers.digits_for(resolve(i.format).mantissa_bits)
         return numbers.Markup(numbers.cell_html(number, MISSING_REASONS.get(column, ""), digits))
 

@@ -143,6 +143,22 @@ class Controls:
             options=list(AVAILABILITY_MODES), value=state.mode, description="Mode", layout=lay(width="200px")
         )
         self.mode.add_class("px-mode")
+        from explorer.app.glossary import anchor
+
+        #: the modes' names are not links in a dropdown: each is one here, next to it
+        self.mode_help = widgets.HTML(
+            "<span class='px-mode-help'>what the modes mean: "
+            + " · ".join(
+                f"<a class='px-term' href='#{anchor(term)}'>{label}</a>"
+                for term, label in (
+                    ("registry", "registry"),
+                    ("eager", "eager"),
+                    ("XLA", "xla"),
+                    ("compile", "compile"),
+                )
+            )
+            + "</span>"
+        ).add_class("px-mode-help-box")
         self.message = widgets.HTML(value="").add_class("px-controls-message")
         self.none_note = widgets.HTML(
             "<span class='px-controls-none'>This tab has its own controls below.</span>",
@@ -165,9 +181,9 @@ class Controls:
             "dtypes": [self.dtypes],
             "device": [self.device],
             "backends": [self.backends],
-            "mode": [self.mode],
+            "mode": [self.mode, self.mode_help],
         }
-        settings = widgets.HBox([self.device, self.mode]).add_class("px-controls-row")
+        settings = widgets.HBox([self.device, self.mode, self.mode_help]).add_class("px-controls-row")
         self._rows = [(self.op_row, ("op",)), (settings, ("device", "mode"))]
         self.widget = widgets.VBox(
             [self.op_row, self.dtypes, self.backends, settings, self.none_note, self.message]

@@ -85,6 +85,16 @@ def _history_html(result: dict[str, Any]) -> str:
     return f"<div class='px-explain-history'>{''.join(cells)}</div>"
 
 
+def code_block(code: str, extra_class: str = "") -> str:
+    """``code`` in a monospace block that a click or tap selects whole (CSS ``user-select: all``:
+    no script in the page), ready to copy; escaped.
+
+    >>> code_block("x = a < b")
+    "<pre class='px-code ' title='click to select all of it, then copy'>x = a &lt; b</pre>"
+    """
+    return f"<pre class='px-code {extra_class}' title='click to select all of it, then copy'>{_e(code)}</pre>"
+
+
 def result_html(result: dict[str, Any]) -> str:
     """The diagnose result as HTML: labelled facts, the explanation, the workaround code in a <pre>.
 
@@ -137,12 +147,18 @@ def result_html(result: dict[str, Any]) -> str:
         parts.append(f"<p><b>Workaround:</b> {_e(work['description'])} ({_e(how)})</p>")
         from explorer.runtime.workarounds import lesson_code
 
-        short = lesson_code(work["code"])
-        parts.append(f"<pre class='px-explain-code px-code'>{_e(short)}</pre>")
+        short = work.get("lesson") or lesson_code(work["code"])
+        if work.get("lesson_from"):
+            parts.append(
+                "<p class='px-explain-lesson-from'>Your line "
+                f"<code>{_e(work['lesson_from'])}</code>, with the fix (a click on the code selects "
+                "all of it, to copy):</p>"
+            )
+        parts.append(code_block(short, "px-explain-code"))
         if short != work["code"]:
             parts.append(
                 "<details class='px-explain-full'><summary>the same with the example inputs it ran "
-                f"on (runnable as is)</summary><pre class='px-code'>{_e(work['code'])}</pre></details>"
+                f"on (runnable as is)</summary>{code_block(work['code'])}</details>"
             )
     else:
         parts.append(f"<p><b>No workaround:</b> {_e(work['note'])}</p>")
@@ -179,6 +195,7 @@ class ExplainTab(Tab):
         self.run_workaround.add_class("px-explain-run")
         self.working = widgets.Label("").add_class("px-explain-working")
         self.toolbar.layout = widgets.Layout(flex_flow="column", width="100%")
+        self.toolbar.add_class("px-explain-toolbar")
         self.toolbar.children = [self.text, widgets.HBox([self.button, self.run_workaround, self.working])]
         self.export_bar.layout.display = "none"  # this tab draws no figure
         self.result: dict[str, Any] | None = None

@@ -10,8 +10,10 @@ href='#px-term-xla_cpu_jit'>XLA_CPU_JIT</a>."
 
 from __future__ import annotations
 
+import functools
 import html
 import re
+from typing import Any
 
 #: term -> what it means here, in the order the glossary lists them
 GLOSSARY: dict[str, str] = {
@@ -101,23 +103,69 @@ def anchor(term: str) -> str:
 
 
 def linked(text: str) -> str:
-    """``text`` escaped for HTML, with the first use of each glossary term a link to its entry."""
+    """``text`` escaped for HTML, with each use of a glossary term a link to its entry (the first
+    use of each in the Tab order: :func:`link_markup`)."""
+    return link_markup(html.escape(text))
+
+
+#: elements whose text is not linked: links already, code, form controls, scripts and styles
+_NO_LINKS_IN = ("a", "code", "pre", "script", "style", "button", "select", "option", "textarea", "kbd")
+_TAG = re.compile(r"(<[^>]*>)")
+_TAG_NAME = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)")
+
+
+def _term_of(word: str) -> str:
+    key = word.lower()
+    return _TERM_OF.get(key) or ("e8m0fnu" if key == "e8m0fnu" else "fnuz")
+
+
+@functools.lru_cache(maxsize=256)
+def link_markup(markup: str) -> str:
+    """``markup`` (HTML, already escaped) with every use of a glossary term in its text a link to
+    the term's entry: the first use of each term is in the Tab order, later ones are links for the
+    pointer and touch only (``tabindex='-1'``), so a table of statuses does not add a Tab stop per
+    cell.  Text inside links, code, scripts, styles and form controls is left alone.
+
+    >>> print(link_markup("<td>no_kernel</td><td>no_kernel</td><code>no_kernel</code>"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    <td><a class='px-term' href='#px-term-unsupported_dtype'>no_kernel</a></td><td><a
+    class='px-term' href='#px-term-unsupported_dtype' tabindex='-1'>no_kernel</a></td><code>no_kernel</code>
+    >>> link_markup("<a href='#x'>registry</a>") == "<a href='#x'>registry</a>"
+    True
+    """
     seen: set[str] = set()
+    skip = 0
     out: list[str] = []
-    last = 0
-    for match in _PATTERN.finditer(text):
-        word = match.group(0)
-        key = word.lower()
-        term = _TERM_OF.get(key) or ("e8m0fnu" if key == "e8m0fnu" else "fnuz")
-        out.append(html.escape(text[last : match.start()]))
-        if term in seen:
-            out.append(html.escape(word))
-        else:
+    for piece in _TAG.split(markup):
+        if piece.startswith("<"):
+            tag = _TAG_NAME.match(piece)
+            if tag and tag[2].lower() in _NO_LINKS_IN and not piece.endswith("/>"):
+                skip = max(0, skip + (-1 if tag[1] else 1))
+            out.append(piece)
+            continue
+        if skip or not piece:
+            out.append(piece)
+            continue
+        last = 0
+        for match in _PATTERN.finditer(piece):
+            term = _term_of(match.group(0))
+            out.append(piece[last : match.start()])
+            order = "" if term not in seen else " tabindex='-1'"
             seen.add(term)
-            out.append(f"<a class='px-term' href='#{anchor(term)}'>{html.escape(word)}</a>")
-        last = match.end()
-    out.append(html.escape(text[last:]))
+            out.append(f"<a class='px-term' href='#{anchor(term)}'{order}>{match.group(0)}</a>")
+            last = match.end()
+        out.append(piece[last:])
     return "".join(out)
+
+
+def link_terms(widget: Any) -> None:
+    """Make every value an HTML widget gets pass through :func:`link_markup` (its current value
+    too): its terms link to the glossary whoever writes it."""
+    if getattr(widget, "_px_terms_linked", False):
+        return
+    widget._register_validator(lambda _owner, proposal: link_markup(proposal["value"]), ("value",))
+    widget._px_terms_linked = True
+    widget.value = link_markup(widget.value)
 
 
 def glossary_html() -> str:

@@ -366,7 +366,11 @@ class App:
                 )
         changed = text != self.ctx.runtime_note
         self.ctx.runtime_note = text
-        self.banner.value = message_html(text, kind) if kind in ("loading", "error") else ""
+        shown = text
+        if kind == "loading":  # what a visitor waits for, without where it runs ("this kernel")
+            after = f" {' and '.join(waiting)} fill in when it is ready." if waiting else ""
+            shown = loader.describe() + after
+        self.banner.value = message_html(shown, kind) if kind in ("loading", "error") else ""
         if changed and self.tabs.is_built("environment"):
             self.tabs["environment"].dirty = True
 

@@ -173,6 +173,18 @@ CSS = """
 .px-app .px-computing > .px-answer, .px-app .px-computing > .px-plot,
 .px-app .px-computing > .px-details { display: none !important; }
 .px-app svg.px-svg text { font-family: "DejaVu Sans", Verdana, Arial, sans-serif; }
+/* --- explain: text wraps in every tab, code a click selects whole, glossary links --- */
+.px-app .widget-html-content { white-space: normal; overflow-wrap: break-word; }
+.px-app .px-tab-slot p, .px-app .px-tab-slot li, .px-app .px-tab-slot dd,
+.px-app .px-tab-slot .px-msg, .px-app .px-controls .widget-html-content {
+  white-space: normal; overflow-wrap: anywhere; max-width: 100%;
+}
+.px-app .px-explain-facts th { white-space: nowrap; }
+.px-app pre.px-code { user-select: all; -webkit-user-select: all; cursor: copy; margin: 4px 0; }
+.px-app .px-mode-help { font-size: 90%; margin-left: 8px; }
+.px-app [style*="background"] a.px-term { color: inherit; }
+.px-app .px-explain-toolbar { align-items: stretch; }
+.px-app .px-explain-text { width: auto !important; max-width: 100%; box-sizing: border-box; }
 """ + _contrast_css()
 
 

@@ -137,6 +137,7 @@ class Tab:
         self.widget = widgets.VBox([*parts, self.export_bar])
         self.widget.add_class(f"px-tab-{self.key}")
         self.build()
+        self.link_glossary_terms()
 
     # ------------------------------------------------------------------ for subclasses
 
@@ -158,6 +159,19 @@ class Tab:
 
     def on_tensorflow_loaded(self, app: Any) -> None:
         """Called in the loader thread once TensorFlow has loaded (tabs using it mark themselves dirty)."""
+
+    def link_glossary_terms(self) -> None:
+        """Link the glossary terms in every HTML part of the tab (its details, status, notes,
+        keys and tables), now and whenever one is written: each use of a term reaches the
+        glossary by keyboard, pointer or touch (:func:`explorer.app.glossary.link_terms`)."""
+        from explorer.app.glossary import link_terms
+
+        stack: list[Any] = [self.widget]
+        while stack:
+            widget = stack.pop()
+            if isinstance(widget, widgets.HTML):
+                link_terms(widget)
+            stack.extend(getattr(widget, "children", ()))
 
     # ------------------------------------------------------------------ drawing
 
@@ -224,6 +238,7 @@ class Tab:
                         self.widget.remove_class("px-computing")  # all results appear at once
             if not self._answer_shown:
                 self.answer.value = ""  # an answer about an earlier selection must not linger
+            self.link_glossary_terms()  # parts a render added (a key, a note) link their terms too
             # a render that found the selection changed under it wrote nothing: nothing is shown
             self.shown_selection = selection if self.still_current() else None
             self._rendering = None

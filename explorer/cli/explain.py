@@ -196,11 +196,8 @@ def print_human(result: dict[str, Any]) -> None:
     installed = result["installed"]
     status = installed.get("status") or installed.get("note") or ""
     ran = f" (ran here: {installed['result_dtype']})" if installed.get("ran") else ""
-    print(
-        _line(
-            "installed", f"{installed['framework']} {installed['release'] or 'not installed'}: {status}{ran}"
-        )
-    )
+    said = f"{installed['framework']} {installed['release'] or 'not installed'}"
+    print(_line("installed", f"{said}: {status}{ran}" if status or ran else said))
     for note in result["notes"]:
         print(_line("note", note))
     print(_line("explanation", result["explanation"]))
@@ -208,6 +205,11 @@ def print_human(result: dict[str, Any]) -> None:
     if work["code"]:
         how = f"ran here: {work['result_dtype']}" if work["ran"] else work["note"]
         print(_line("workaround", f"{work['description']} ({how})"))
+        if work.get("lesson"):  # the fix written with the names of the user's own line
+            print(_line("your line", work["lesson_from"]))
+            print()
+            print(textwrap.indent(strip_control(work["lesson"], keep_newlines=True), "    "))
+            print(_line("runnable", "the same with the example inputs it ran on:"))
         print()
         print(textwrap.indent(strip_control(work["code"], keep_newlines=True), "    "), end="")
     else:

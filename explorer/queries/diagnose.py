@@ -200,11 +200,20 @@ def plain_code(framework: str, op_name: str, dtype: str, device: str | None = No
         return "", f"the catalog has no {api} call for {op.name} to write code from"
 
 
-def _workaround(parsed: ParsedError, op_name: str | None, run: bool) -> dict[str, Any]:
-    """The workaround: its code, whether it ran here and in which dtype it came back."""
+def _workaround(parsed: ParsedError, op_name: str | None, run: bool, text: str = "") -> dict[str, Any]:
+    """The workaround: its code, whether it ran here and in which dtype it came back, and (PyTorch)
+    the fix written with the user's own names from the pasted ``text`` (``lesson``)."""
     from explorer.ops import get_op
 
-    none: dict[str, Any] = {"description": "", "code": "", "ran": False, "result_dtype": None, "note": ""}
+    none: dict[str, Any] = {
+        "description": "",
+        "code": "",
+        "ran": False,
+        "result_dtype": None,
+        "note": "",
+        "lesson": "",
+        "lesson_from": "",
+    }
     framework = parsed.framework
     from explorer.queries.explain_kinds import NOTHING_TO_RUN, RUNS_WITH, kind_candidates
 
@@ -240,7 +249,26 @@ def _workaround(parsed: ParsedError, op_name: str | None, run: bool) -> dict[str
         ]
     if parsed.dtype is None:
         none["note"] = f"the message names no dtype; the code is written for {dtype}"
-    return _run_candidates(none, framework, candidates, dtype, run, op.float_output)
+    done = _run_candidates(none, framework, candidates, dtype, run, op.float_output)
+    done["lesson"], done["lesson_from"] = _lesson(parsed, op, dtype, text) if done["code"] else ("", "")
+    return done
+
+
+def _lesson(parsed: ParsedError, op: Any, dtype: str, text: str) -> tuple[str, str]:
+    """The fix written with the user's own names, from the call line the pasted traceback shows,
+    and that line; ``("", "")`` when the text shows no call to the op (PyTorch only)."""
+    if parsed.framework != "torch":
+        return "", ""
+    from explorer.analysis.call_trace import trace_call
+    from explorer.analysis.user_call import torch_lesson, user_call
+
+    traced = trace_call(op.torch, "torch", "torch.float32", ("x0", "x1", "x2"))
+    names = (op.name, *(c.rsplit(".", 1)[-1] for c in (traced.calls if traced else ())))
+    call = user_call(text, tuple(dict.fromkeys(names)))
+    if call is None:
+        return "", ""
+    wide = "float64" if dtype == "float32" else "float32"
+    return torch_lesson(call, dtype, wide), call.line
 
 
 def _run_candidates(
@@ -259,7 +287,7 @@ def _run_candidates(
             **none,
             "description": description,
             "code": code,
-            "note": _also(none["note"], "not run (--no-run)"),
+            "note": _also(none["note"], "not run: running it was turned off"),
         }
     version = framework_version(framework)
     if version is None:
@@ -299,7 +327,9 @@ def diagnose(text: str | bytes, run_workaround: bool = True) -> dict[str, Any]:
     ``matching_releases``, ``installed`` (``release``, ``status``...), ``history``
     (``[{version, status, reason}]``, for ``history_device``), ``changes``,
     ``first_release_with_kernel``, ``explanation`` and ``workaround`` (``description``, ``code``,
-    ``ran``, ``result_dtype``, ``note``); ``looked_for`` when the text is not recognised.
+    ``ran``, ``result_dtype``, ``note``, ``lesson``: the fix written with the names of the
+    call the pasted traceback shows, PyTorch only, and ``lesson_from``: that line);
+    ``looked_for`` when the text is not recognised.
     ``run_workaround=False`` writes the workaround without running anything.  ValueError for a
     text over :data:`explorer.analysis.error_text.MAX_TEXT_BYTES`.
     """
@@ -329,7 +359,8 @@ def diagnose(text: str | bytes, run_workaround: bool = True) -> dict[str, Any]:
         version = framework_version(parsed.framework)
         note = "" if version else f"{_PACKAGES[parsed.framework]} is not installed here"
         d["installed"] = {"framework": parsed.framework, "release": version, "status": None, "note": note}
-    d["workaround"] = _workaround(parsed, d["op"], run_workaround)
+    pasted = text.decode(errors="replace") if isinstance(text, bytes | bytearray) else str(text)
+    d["workaround"] = _workaround(parsed, d["op"], run_workaround, pasted)
     d["device_check"] = None
     if run_workaround:
         from explorer.queries.explain_kinds import device_check
