@@ -326,6 +326,9 @@ def test_identical_curves_stay_visible_and_are_named() -> None:
     note = ax.get_title(loc="left")
     assert all(p in note for p in ("float32", "mixed_float16", "mixed_float16_no_scaling")), note
     assert "coincide" in note and "float16 " not in note.replace("mixed_float16", "")
+    lo, hi = ax.get_xlim()
+    shown = [t for t in ax.get_xticks() if lo <= t <= hi]
+    assert shown == [1.0], f"one epoch, one whole-epoch tick: {shown}"
 
 
 def test_histogram_legend_stays_clear_of_the_format_bands() -> None:

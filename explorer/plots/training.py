@@ -136,7 +136,9 @@ def plot_curves(results: Any, metric: str = "loss", ax: Any = None) -> Any:
             series[label] = (xs, ys)
     ax.set_xlabel("epoch")
     ax.set_ylabel(metric.replace("_", " "))
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    if series:  # whole epochs, half an epoch of margin: one epoch is one tick, not 0.96 ... 1.04
+        ax.set_xlim(0.5, max(max(xs) for xs, _ in series.values()) + 0.5)
     if log:
         ax.set_yscale("log")
     ax.grid(alpha=0.3)
