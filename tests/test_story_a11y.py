@@ -23,6 +23,7 @@ checked headless on the drawn figure (tests/test_a11y.py).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -224,6 +225,7 @@ def test_every_tab_aligns_its_tables_and_passes_axe(page: Any) -> None:
     serious: dict[str, list[str]] = {}
     order = [t for t in TABS if t[0] != "training"] + [t for t in TABS if t[0] == "training"]
     for key, title in order:
+        start = time.monotonic()
         open_tab(page, title)
         page.wait_for_selector(f".px-tab-{key}", state="visible", timeout=LOAD_MS)
         if key == "training":
@@ -234,6 +236,7 @@ def test_every_tab_aligns_its_tables_and_passes_axe(page: Any) -> None:
         bad += misaligned(page, key)
         found = run_axe(page, source)
         serious[key] = [f"{v.impact} {v.id} ({v.nodes})" for v in found if v.impact in BLOCKING_IMPACTS]
+        print(f"{key}: {time.monotonic() - start:.1f} s, {len(found)} axe violations")
     bs.shoot_story(page, "a11y-training-1400")
     assert not bad, "\n".join(bad)
     assert not {k: v for k, v in serious.items() if v}, serious

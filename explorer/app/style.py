@@ -89,7 +89,9 @@ def _a11y_css() -> str:
         f".px-app table.px-num-col-{n} > * > tr > :nth-child({n})" for n in range(1, MAX_ALIGNED_COLUMNS + 1)
     )
     return f"""/* --- a11y: focus ring, skip link, disabled buttons, table alignment --- */
-.px-app :focus-visible, .px-app .jupyter-button:focus-visible, .px-app .lm-TabBar-tab:focus-visible {{
+.px-app :focus-visible, .px-app .jupyter-button:focus-visible, .px-app .widget-toggle-button:focus-visible,
+.px-app select:focus-visible, .px-app input:focus-visible, .px-app textarea:focus-visible,
+.px-app .lm-TabBar-tab:focus-visible, .px-app summary:focus-visible, .px-app a:focus-visible {{
   outline: 3px solid {FOCUS_RING} !important; outline-offset: 2px !important;
   box-shadow: 0 0 0 2px #ffffff !important;
 }}
