@@ -142,6 +142,78 @@ def text_html(text: str, title: str = "") -> str:
     return f'<span title="{html.escape(title, quote=True)}">{html.escape(text)}</span>'
 
 
+#: Suffixes a number may carry and still be a number (a percentage, a ratio "2.5×").
+_NUMBER_SUFFIXES = ("%", "×")
+#: Columns (1-based) the stylesheet can right-align (:func:`numeric_column_classes`).
+MAX_ALIGNED_COLUMNS = 40
+
+
+def is_number_text(text: str) -> bool:
+    """True when a cell's shown text is a number: digits with a sign, a decimal point, an exponent,
+    thousands separators or a ``%``/``×`` suffix, or ``nan``/``inf``.
+
+    >>> [is_number_text(t) for t in ("65504", "-2.441e-05", "1,234", "inf", "12%", "2.5×")]
+    [True, True, True, True, True, True]
+    >>> [is_number_text(t) for t in ("float16", "0x2e66", "done: 4 steps", "—", "", "2^15")]
+    [False, False, False, False, False, False]
+    """
+    value = text.strip().replace("\u2212", "-")
+    for suffix in _NUMBER_SUFFIXES:
+        value = value.removesuffix(suffix).rstrip()
+    if not value or value.startswith(("0x", "-0x")) or "_" in value:
+        return False
+    if "," in value:
+        whole = value.lstrip("+-").split(".")[0].split(",")
+        if not (whole[0] and len(whole[0]) <= 3 and all(len(g) == 3 for g in whole[1:])):
+            return False
+        value = value.replace(",", "")
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def is_numeric_column(texts: Iterable[str]) -> bool:
+    """True when a column's cells (their shown texts) are numbers: every cell with a value reads
+    as a number (:func:`is_number_text`) and at least one has a value (empty and :data:`MISSING`
+    cells have none).  Such a column is right-aligned, a text column left-aligned.
+
+    >>> is_numeric_column(["0.25", MISSING, "1e-09"]), is_numeric_column(["7", "float16"])
+    (True, False)
+    >>> is_numeric_column([MISSING, ""])
+    False
+    """
+    shown = [t.strip() for t in texts if t.strip() not in ("", MISSING)]
+    return bool(shown) and all(is_number_text(t) for t in shown)
+
+
+def numeric_column_classes(columns: Iterable[Iterable[str]]) -> list[str]:
+    """The table classes that right-align its numeric columns: ``px-num-col-<n>`` (1-based) for
+    each column (an iterable of its cells' shown texts) that :func:`is_numeric_column`; the app's
+    stylesheet aligns the cells of those columns, so the cells' own markup stays as it is.
+
+    >>> numeric_column_classes([["float16"], ["65504"], ["—"]])
+    ['px-num-col-2']
+    """
+    return [
+        f"px-num-col-{i}"
+        for i, texts in enumerate(columns, start=1)
+        if i <= MAX_ALIGNED_COLUMNS and is_numeric_column(texts)
+    ]
+
+
+def shown_text(markup: str) -> str:
+    """The text a cell's HTML shows (tags dropped, entities read).
+
+    >>> shown_text('<span title="0.1">0.1</span>'), shown_text("&lt;b&gt;")
+    ('0.1', '<b>')
+    """
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
 class Markup(str):
     """Text that is already HTML (built by this module): :func:`table_html` inserts it as is."""
 
@@ -173,14 +245,12 @@ def table_html(
     reasons = dict(missing_reasons or {})
     shown = records[: max(int(max_rows), 0)]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td>{_cell(record.get(c), reasons.get(c, ''), digits)}</td>" for c in columns)
-        + "</tr>"
-        for record in shown
-    )
+    cells = [[_cell(record.get(c), reasons.get(c, ""), digits) for c in columns] for record in shown]
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in cells)
+    aligned = numeric_column_classes([shown_text(row[j]) for row in cells] for j in range(len(columns)))
+    classes = " ".join([css_class, *aligned])
     markup = (
-        f'<table class="{html.escape(css_class, quote=True)}"><thead><tr>{head}</tr></thead>'
+        f'<table class="{html.escape(classes, quote=True)}"><thead><tr>{head}</tr></thead>'
         f"<tbody>{body}</tbody></table>"
     )
     if len(records) > len(shown):

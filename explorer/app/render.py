@@ -110,17 +110,21 @@ def error_message(exc: BaseException, context: str = "") -> str:
 
 
 def table_html(frame: Any, max_rows: int = 60) -> str:
-    """A pandas DataFrame (or list of dicts) as a compact HTML table."""
+    """A pandas DataFrame (or list of dicts) as a compact HTML table; its numeric columns are
+    marked for right alignment (:func:`explorer.app.numbers.numeric_column_classes`)."""
     import pandas as pd
+
+    from explorer.app.numbers import numeric_column_classes
 
     if not isinstance(frame, pd.DataFrame):
         frame = pd.DataFrame(frame)
     shown = frame.head(max_rows)
+    aligned = numeric_column_classes([_shown(v) for v in shown.iloc[:, j]] for j in range(len(shown.columns)))
     # shortest round-trip repr: the exact stored value of a float16 input, not 6 rounded digits
     markup = shown.to_html(
         index=False,
         border=0,
-        classes="px-table",
+        classes=["px-table", *aligned],
         na_rep="",
         escape=True,
         float_format=lambda v: repr(float(v)),
@@ -128,6 +132,17 @@ def table_html(frame: Any, max_rows: int = 60) -> str:
     if len(frame) > max_rows:
         markup += f"<div style='color:#555'>… {len(frame) - max_rows} more rows</div>"
     return f"<div style='max-height:420px;overflow:auto;font-size:90%'>{markup}</div>"
+
+
+def _shown(value: Any) -> str:
+    """A value's text as :func:`table_html` writes it ("" for a missing one)."""
+    import pandas as pd
+
+    if value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value))):
+        return ""
+    if isinstance(value, float):
+        return repr(float(value))
+    return str(value)
 
 
 def download_link(data: bytes, filename: str, mime: str) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from explorer.app.numbers import MAX_ALIGNED_COLUMNS
+
 #: text of an unselected tab label; the widgets' default (black at 54 % on #eeeeee, #6d6d6d)
 #: measured 4.45:1 in axe-core, under the 4.5:1 of WCAG AA
 TAB_LABEL_TEXT = "#424242"
@@ -25,6 +27,28 @@ BUTTON_BACKGROUNDS: dict[str, tuple[str, str]] = {
     "danger": ("#c62828", "#8e1c1c"),
 }
 BUTTON_TEXT = "#ffffff"
+
+# --- a11y: focus ring, skip link, disabled buttons, table alignment (WCAG 2.2 AA) ---
+#: colour of the focus ring on every focusable element of the app: at least 3:1 against the white
+#: page, the tab bar and every coloured button (WCAG 1.4.11 / 2.4.13); the ring is 3 px, 2 px off
+#: the element, over a white halo
+FOCUS_RING = "#000000"
+#: backgrounds the focus ring is drawn beside: the page, the unselected tabs, a selected toggle
+#: button and each coloured button style
+FOCUS_NEIGHBOURS: tuple[str, ...] = (
+    "#ffffff",
+    TAB_BACKGROUNDS[0],
+    "#1f5fa8",
+    *(base for base, _ in BUTTON_BACKGROUNDS.values()),
+)
+#: a disabled button: grey on light grey (still 4.5:1, as its label must be read), no hover colour
+DISABLED_BACKGROUND, DISABLED_TEXT = "#f5f5f5", "#595959"
+#: the skip link, the app's first focusable element: Enter moves the focus to the selected tab
+SKIP_LINK = (
+    "<a class='px-skip' href='#' onclick=\"var t=this.closest('.px-app')"
+    ".querySelector('.px-tabs .lm-TabBar-tab.lm-mod-current');if(t){t.focus();}return false;\">"
+    "Skip to the tabs</a>"
+)
 
 
 def contrast_ratio(a: str, b: str) -> float:
@@ -59,19 +83,44 @@ def _contrast_css() -> str:
     return "\n".join(rules) + "\n"
 
 
+def _a11y_css() -> str:
+    """/* --- a11y --- */: the focus ring, the skip link, disabled buttons, numbers right-aligned."""
+    numeric = ", ".join(
+        f".px-app table.px-num-col-{n} > * > tr > :nth-child({n})" for n in range(1, MAX_ALIGNED_COLUMNS + 1)
+    )
+    return f"""/* --- a11y: focus ring, skip link, disabled buttons, table alignment --- */
+.px-app :focus-visible, .px-app .jupyter-button:focus-visible, .px-app .widget-toggle-button:focus-visible,
+.px-app select:focus-visible, .px-app input:focus-visible, .px-app textarea:focus-visible,
+.px-app .lm-TabBar-tab:focus-visible, .px-app summary:focus-visible, .px-app a:focus-visible {{
+  outline: 3px solid {FOCUS_RING} !important; outline-offset: 2px !important;
+  box-shadow: 0 0 0 2px #ffffff !important;
+}}
+.px-app a.px-skip {{
+  position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap;
+}}
+.px-app a.px-skip:focus {{
+  position: static; width: auto; height: auto; overflow: visible; clip-path: none;
+  display: inline-block; margin: 2px 4px; padding: 2px 8px; background: #ffffff; color: #0b4f9c;
+}}
+.px-app .jupyter-button:disabled, .px-app .jupyter-button.mod-disabled, .px-app button:disabled {{
+  background: {DISABLED_BACKGROUND} !important; color: {DISABLED_TEXT} !important;
+  border: 1px solid #c4c4c4 !important; opacity: 1 !important; filter: none !important;
+  cursor: not-allowed !important; box-shadow: none !important;
+}}
+{numeric} {{ text-align: right; font-variant-numeric: tabular-nums; }}
+/* --- end a11y --- */
+"""
+
+
 #: The rules; every selector starts with ``.px-app`` so nothing outside the app changes.
-CSS = """
+CSS = (
+    """
 .px-app .jupyter-button, .px-app .widget-toggle-button, .px-app .widget-upload {
   width: auto !important; min-width: max-content; max-width: none;
   overflow: visible; text-overflow: clip; white-space: nowrap; padding: 0 10px;
 }
 .px-app .widget-toggle-buttons .widget-toggle-button { width: auto !important; }
 .px-app .widget-hbox { flex-wrap: wrap; row-gap: 4px; align-items: center; }
-.px-app .jupyter-button:disabled, .px-app .jupyter-button.mod-disabled,
-.px-app button:disabled {
-  opacity: 0.4 !important; cursor: not-allowed !important; box-shadow: none !important;
-  filter: grayscale(60%);
-}
 .px-app .px-toggle { margin: 1px 2px; }
 .px-app .px-toggle.mod-active {
   background: #1f5fa8 !important; color: #fff !important; font-weight: 600;
@@ -85,7 +134,7 @@ CSS = """
 .px-app .px-plot .jp-OutputArea-output { max-height: none; }
 .px-app .px-details > .widget-html-content { line-height: normal; white-space: normal; }
 .px-app .px-table { border-collapse: collapse; font-size: 90%; }
-.px-app .px-table th, .px-app .px-table td { padding: 2px 6px; text-align: right; white-space: nowrap; }
+.px-app .px-table th, .px-app .px-table td { padding: 2px 6px; text-align: left; white-space: nowrap; }
 .px-app .px-table span[title] { text-decoration: underline dotted #999; cursor: help; }
 .px-app .px-download { white-space: nowrap; display: inline-block; margin-right: 12px; }
 .px-app .px-export-link, .px-app .px-snapshot-link { flex: 1 1 auto; min-width: 0; }
@@ -106,18 +155,10 @@ CSS = """
 .px-app .px-answer-sentence { margin: 2px 0; overflow-wrap: anywhere; }
 .px-app .px-intro-text { color: #444; }
 .px-app a.px-term { color: #0b4f9c; text-decoration: underline dotted; }
-.px-app a.px-term:focus-visible, .px-app a:focus-visible {
-  outline: 3px solid #0b4f9c; outline-offset: 2px;
-}
 .px-app .px-glossary { border-top: 1px solid #ddd; margin-top: 12px; padding-top: 4px; font-size: 95%; }
 .px-app .px-glossary dt { font-weight: 600; margin-top: 6px; }
 .px-app .px-glossary dt:target { background: #fff3c4; }
 .px-app .px-glossary dd { margin: 0 0 0 1.5em; color: #333; }
-.px-app .jupyter-button:focus-visible, .px-app .widget-toggle-button:focus-visible,
-.px-app select:focus-visible, .px-app input:focus-visible, .px-app textarea:focus-visible,
-.px-app .lm-TabBar-tab:focus-visible, .px-app summary:focus-visible {
-  outline: 3px solid #0b4f9c !important; outline-offset: 2px; box-shadow: 0 0 0 5px #ffffff;
-}
 .px-app .px-kernels-main {
   display: grid !important; grid-template-columns: minmax(0, 1fr); align-items: start; gap: 8px 12px;
 }
@@ -185,9 +226,13 @@ CSS = """
 .px-app [style*="background"] a.px-term { color: inherit; }
 .px-app .px-explain-toolbar { align-items: stretch; }
 .px-app .px-explain-text { width: auto !important; max-width: 100%; box-sizing: border-box; }
-""" + _contrast_css()
+"""
+    + _contrast_css()
+    + _a11y_css()
+)
 
 
 def stylesheet() -> widgets.HTML:
-    """The HTML widget that carries :data:`CSS` (add it once, inside the ``.px-app`` box)."""
-    return widgets.HTML(f"<style>{CSS}</style>").add_class("px-style")
+    """The HTML widget that carries :data:`CSS` and the :data:`SKIP_LINK` (add it once, first in
+    the ``.px-app`` box: the skip link is then the app's first focusable element)."""
+    return widgets.HTML(f"<style>{CSS}</style>{SKIP_LINK}").add_class("px-style")

@@ -59,11 +59,14 @@ UNKNOWN_COLOR, UNKNOWN_GLYPH = "#777777", "?"
 #: the release history's extra status: the release has no such op, dtype or device type
 ABSENT_COLOR, ABSENT_GLYPH = "#eeeeee", "-"
 
-#: one colour per precision policy (Keras' six and the emulated fp8 run): Okabe–Ito colours
+#: one colour per precision policy (Keras' six and the emulated fp8 run): Okabe–Ito colours, and
+#: Tol's wine for the float16 policy without loss scaling, which is drawn beside mixed_float16
+#: (Okabe–Ito's sky blue was a second blue: 7° of hue and CAM02-UCS ΔE 25 from it; wine is 114°
+#: and ΔE 48 away; ``tests/test_a11y.py`` checks the distances)
 POLICY_COLORS: dict[str, str] = {
     "float32": "#000000",
     "mixed_float16": "#0072B2",
-    "mixed_float16_no_scaling": "#56B4E9",
+    "mixed_float16_no_scaling": "#882255",
     "mixed_bfloat16": "#D55E00",
     "float16": "#009E73",
     "bfloat16": "#E69F00",
@@ -172,7 +175,7 @@ def policy_color(policy: str) -> str:
 
 
 #: line style per policy, so that identical curves stay visible: float32, the reference, is drawn
-#: dashed on top; the two float16 policies (both blues) differ in style as well
+#: dashed on top; the two float16 policies differ in style as well
 POLICY_LINESTYLES: dict[str, str | tuple[int, tuple[int, ...]]] = {
     "float32": "--",
     "mixed_float16": "-",
@@ -182,6 +185,35 @@ POLICY_LINESTYLES: dict[str, str | tuple[int, tuple[int, ...]]] = {
     "bfloat16": "-.",
     "fp8_emulated": (0, (5, 1, 1, 1)),
 }
+
+
+#: marker per policy (a point of one policy under another's stays told apart by its shape; float32's
+#: is drawn open on top, so a point it covers shows through it)
+POLICY_MARKERS: dict[str, str] = {
+    "float32": "o",
+    "mixed_float16": "s",
+    "mixed_float16_no_scaling": "^",
+    "mixed_bfloat16": "D",
+    "float16": "v",
+    "bfloat16": "P",
+    "fp8_emulated": "X",
+}
+
+
+def policy_marker_style(policy: str) -> dict[str, object]:
+    """Marker, size and fill of a policy's points: :data:`POLICY_MARKERS`; float32, drawn on
+    top, is a larger open circle.
+
+    >>> policy_marker_style("float32")["markerfacecolor"], policy_marker_style("float16")["marker"]
+    ('none', 'v')
+    """
+    top = policy == "float32"
+    return {
+        "marker": POLICY_MARKERS.get(policy, "o"),
+        "markersize": 9 if top else 5,
+        "markerfacecolor": "none" if top else policy_color(policy),
+        "markeredgewidth": 1.6 if top else 1.0,
+    }
 
 
 def policy_style(policy: str) -> dict[str, object]:

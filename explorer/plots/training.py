@@ -11,13 +11,21 @@ subnormal), so one sees which gradients would flush to zero or overflow.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from explorer.formats import resolve
-from explorer.plots.palette import HIGHLIGHT, INK, MUTED_TEXT, format_color, policy_color, policy_style
+from explorer.plots.palette import (
+    HIGHLIGHT,
+    INK,
+    MUTED_TEXT,
+    format_color,
+    policy_color,
+    policy_marker_style,
+    policy_style,
+)
 
 #: formats drawn under gradient histograms by default
 HISTOGRAM_FORMATS: tuple[str, ...] = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
@@ -52,22 +60,90 @@ def _as_list(results: Any) -> list[Any]:
     return [results]
 
 
+#: two curves whose every point lies closer than this fraction of the panel's value span (on the
+#: panel's scale: log10 for a log axis) are drawn on top of each other: the panel says so
+COINCIDE_FRACTION = 0.005
+
+
+def coinciding(
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]], log: bool = False
+) -> list[list[str]]:
+    """Groups (two or more labels, in the given order) of curves ``{label: (xs, ys)}`` that would
+    be drawn on top of each other: the same xs, and every y closer than :data:`COINCIDE_FRACTION`
+    of the span of all ys (on a log10 scale when ``log``; for a flat panel, 1e-3 of the values).
+
+    >>> coinciding({"float32": ([1, 2], [2.0, 1.0]), "mixed_float16": ([1, 2], [2.0, 1.0001]),
+    ...             "float16": ([1, 2], [40.0, 9.0])}, log=True)
+    [['float32', 'mixed_float16']]
+    """
+
+    def scaled(ys: Sequence[float]) -> np.ndarray:
+        values = np.asarray(ys, dtype=float)
+        if log:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                values = np.log10(values)
+        return values
+
+    curves = {k: (tuple(xs), scaled(ys)) for k, (xs, ys) in series.items() if len(xs)}
+    finite = [v[np.isfinite(v)] for _, v in curves.values()]
+    every = np.concatenate(finite) if finite else np.zeros(0)
+    if every.size == 0:
+        return []
+    span = float(every.max() - every.min())
+    tol = max(span * COINCIDE_FRACTION, 1e-3 * float(np.abs(every).max()), 1e-12)
+    groups: list[list[str]] = []
+    for label, (xs, ys) in curves.items():
+        for group in groups:
+            other_xs, other_ys = curves[group[0]]
+            if other_xs == xs and bool(np.all(np.abs(other_ys - ys) <= tol)):
+                group.append(label)
+                break
+        else:
+            groups.append([label])
+    return [g for g in groups if len(g) > 1]
+
+
+def _note_coinciding(
+    ax: Any, series: Mapping[str, tuple[Sequence[float], Sequence[float]]], log: bool
+) -> None:
+    """Say above the panel which curves lie on top of each other (one drawn over the other)."""
+    groups = coinciding(series, log)
+    if groups:  # as the panel's title: above the data, it covers none of it
+        ax.set_title("; ".join(_and(g) + " coincide" for g in groups), fontsize="small", loc="left")
+
+
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def plot_curves(results: Any, metric: str = "loss", ax: Any = None) -> Any:
-    """One line per run of an epoch metric (``loss``, ``val_accuracy``...); returns the Axes."""
+    """One line per run of an epoch metric (``loss``, ``val_accuracy``...); returns the Axes.
+    Each policy has its own marker and line style, float32 open on top, and curves that lie on
+    top of each other are named in the panel (:func:`coinciding`)."""
     if metric not in CURVE_METRICS:
         raise ValueError(f"unknown metric {metric!r}; valid metrics: {', '.join(CURVE_METRICS)}")
+    from matplotlib.ticker import MaxNLocator
+
     ax = _new_ax(ax)
+    log = metric.endswith("loss")
+    series = {}
     for r in _as_list(results):
         xs = [e.epoch + 1 for e in r.epochs if hasattr(e, metric)]
         ys = [getattr(e, metric) for e in r.epochs if hasattr(e, metric)]
         if xs:
-            ax.plot(xs, ys, marker="o", markersize=3, label=_label(r), **policy_style(_label(r)))
+            label = _label(r)
+            ax.plot(xs, ys, label=label, **policy_style(label), **policy_marker_style(label))
+            series[label] = (xs, ys)
     ax.set_xlabel("epoch")
     ax.set_ylabel(metric.replace("_", " "))
-    if metric.endswith("loss"):
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    if series:  # whole epochs, half an epoch of margin: one epoch is one tick, not 0.96 ... 1.04
+        ax.set_xlim(0.5, max(max(xs) for xs, _ in series.values()) + 0.5)
+    if log:
         ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
+    _note_coinciding(ax, series, log)
     return ax
 
 
@@ -105,23 +181,20 @@ def plot_grad_zero_fraction(results: Any, ax: Any = None, kind: str = "zero") ->
     if kind not in kinds:
         raise ValueError(f"unknown kind {kind!r}; valid kinds: {', '.join(kinds)}")
     ax = _new_ax(ax)
+    series = {}
     for r in _as_list(results):
         steps = getattr(r, "steps", [])
         attr = f"grad_{kind}_fraction"
-        if steps and hasattr(steps[0], attr):
-            ax.plot(
-                [s.step for s in steps],
-                [getattr(s, attr) for s in steps],
-                label=_label(r),
-                **policy_style(_label(r)),
-            )
-        elif steps and hasattr(steps[0], "grad_underflow_fraction"):
-            ax.plot(
-                [s.step for s in steps],
-                [s.grad_underflow_fraction for s in steps],
-                label=_label(r),
-                **policy_style(_label(r)),
-            )
+        if not steps:
+            continue
+        if not hasattr(steps[0], attr):
+            attr = "grad_underflow_fraction"
+            if not hasattr(steps[0], attr):
+                continue
+        xs, ys = [s.step for s in steps], [getattr(s, attr) for s in steps]
+        ax.plot(xs, ys, label=_label(r), **policy_style(_label(r)))
+        series[_label(r)] = (xs, ys)
+    _note_coinciding(ax, series, log=False)
     ax.set_xlabel("step")
     ax.set_ylabel(f"fraction of gradient elements {kind}")
     ax.set_ylim(-0.02, 1.02)
@@ -156,13 +229,17 @@ def plot_gradient_histogram(
         zero_pct = 100.0 * h.zero_count / max(h.total, 1)
         label = f"{h.policy} step {h.step} ({h.compute_dtype}; {zero_pct:.1f}% zero"
         label += f", scale 2^{np.log2(h.loss_scale):.0f})" if h.loss_scale else ")"
+        style = policy_style(str(h.policy))
         ax.stairs(
             frac,
             edges - shift,
             fill=len(hists) == 1,
-            alpha=0.6,
+            alpha=0.6 if len(hists) == 1 else 0.85,
             label=label,
             color=policy_color(str(h.policy)),
+            linestyle=style["linestyle"],
+            linewidth=style["linewidth"],
+            zorder=style["zorder"],
         )
     top = top or 1.0
     x_lo, x_hi = HISTOGRAM_XLIM
