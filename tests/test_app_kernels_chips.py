@@ -194,3 +194,17 @@ def test_probed_status_names_no_implementation(app: Any, monkeypatch: Any) -> No
     assert "Showing 1 ops" in status and "really run on this machine" in status
     assert "sandbox" not in status and "cached on disk" not in status
     app.state.set(mode="registry")
+
+
+def test_probe_now_says_when_it_switches_mode(app: Any) -> None:
+    """Issue 28, item 4: Probe now in mode registry shows its probes in mode eager, and says so."""
+    from types import SimpleNamespace
+
+    tab = app.select("kernels")
+    app.state.set(op="range", dtypes=["float16"], mode="registry", backends=["numpy"], device="CPU")
+    assert "backends" not in app.controls.visible_fields()
+    tab._probe_done(SimpleNamespace(status="done", error=None))  # what a finished probe job calls
+    assert app.state.mode == "eager" and "backends" in app.controls.visible_fields()
+    said = text_of(tab.status.value)
+    assert "Mode changed from registry to eager" in said and "ran numpy" in said, said
+    app.state.set(mode="registry")
