@@ -50,7 +50,7 @@ VIEW_TABS = [
 _TAB_CONTENT = """key => {
     const tab = document.querySelector('.px-tab-' + key);
     if (!tab) return false;
-    if (tab.querySelector('.px-plot img, .px-details table, .px-details .px-msg')) return true;
+    if (tab.querySelector('.px-plot img, .px-plot svg, .px-details table, .px-details .px-msg')) return true;
     const msg = tab.querySelector('.px-status .px-msg');
     return msg !== null && !msg.classList.contains('px-msg-loading');
 }"""

@@ -121,7 +121,8 @@ def wait_for_tab_content(page: Any, key: str, timeout_ms: int) -> None:
         """key => {
             const tab = document.querySelector('.px-tab-' + key);
             if (!tab) return false;
-            const shown = '.px-plot img, .px-plot .px-heatmap, .px-details table, .px-details .px-msg';
+            const shown = '.px-plot img, .px-plot svg.px-figure, .px-plot .px-heatmap, .px-details table, '
+                + '.px-details .px-msg';
             if (tab.querySelector(shown)) return true;
             const msg = tab.querySelector('.px-status .px-msg');
             return msg !== null && !msg.classList.contains('px-msg-loading');
