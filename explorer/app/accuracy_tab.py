@@ -184,7 +184,7 @@ def table(rows: list[dict[str, Any]], digits: int = MEASURE_DIGITS) -> str:
     (``max_ulp_steps`` over two lines, never cut inside a word), so that the table fits its panel.
 
     >>> table([{"max_ulp_steps": 1}]).split("<tbody>")[0]
-    '<table class="px-table px-fit"><thead><tr><th>max_<wbr>ulp_<wbr>steps</th></tr></thead>'
+    '<table class="px-table px-fit px-num-col-1"><thead><tr><th>max_<wbr>ulp_<wbr>steps</th></tr></thead>'
     """
     markup = numbers.table_html(rows, missing_reasons=MISSING_REASONS, digits=digits, css_class=FIT)
     return re.sub(r">[^<>]+<", lambda m: m.group(0).replace("_", "_<wbr>"), markup)
