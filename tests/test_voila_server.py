@@ -10,9 +10,12 @@ that stays open.  Deadlines are generous; nothing asserts how fast anything is.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -400,19 +403,28 @@ def test_voila_parses_the_app_command_without_a_deprecation_warning(
 ) -> None:
     """Voila's own parser takes every option of the command under warnings-as-errors (traitlets
     deprecates ``{...}``/``[...]`` literals for dict and list options) and gets the settings."""
-    import warnings
-
     from explorer.cli.app import PAGE_EXTENSIONS
-    from explorer.server.voila_main import WorkshopVoila
 
     command = _dry_run_command(capsys, write_notebook(tmp_path / "nb.ipynb"))
     voila_args = command[command.index("explorer.server.voila_main") + 1 :]
-    app = WorkshopVoila()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        app.parse_command_line(voila_args)
-    assert app.config.Voila.tornado_settings["disable_check_xsrf"]  # tornado's test is truthiness
-    assert app.config.VoilaConfiguration.extension_allowlist == list(PAGE_EXTENSIONS)
+    # in a process of its own: a Jupyter application made in the test process outlives the test
+    # (its logging then writes to pytest's closed capture files)
+    parse = (
+        "import json, sys, warnings\n"
+        "from explorer.server.voila_main import WorkshopVoila\n"
+        "app = WorkshopVoila()\n"
+        "with warnings.catch_warnings():\n"
+        "    warnings.simplefilter('error')\n"
+        "    app.parse_command_line(sys.argv[1:])\n"
+        "print(json.dumps([bool(app.config.Voila.tornado_settings['disable_check_xsrf']),\n"
+        "                  list(app.config.VoilaConfiguration.extension_allowlist)]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", parse, *voila_args], capture_output=True, text=True, timeout=120, check=True
+    )
+    xsrf_off, allowlist = json.loads(done.stdout.strip().splitlines()[-1])
+    assert xsrf_off  # tornado's test is truthiness
+    assert allowlist == list(PAGE_EXTENSIONS)
 
 
 def test_the_help_quotes_the_warm_kernels_memory_from_the_benchmark(
