@@ -950,7 +950,7 @@ def test_lab_runs_with_a_workspace_of_its_own_removed_after(
     monkeypatch.setattr("subprocess.call", call)
     notebook = tmp_path / "notebooks" / "explorer.ipynb"
     notebook.parent.mkdir()
-    notebook.write_text("{}")
+    notebook.write_text('{"cells": [], "metadata": {"language_info": {"name": "python", "version": "0.1"}}}')
     args = argparse.Namespace(notebook=notebook, port=8890, no_browser=True, dry_run=False, json=False)
     assert lab_cli.run(args) == 0
     [(cmd, fresh)] = seen
@@ -958,6 +958,13 @@ def test_lab_runs_with_a_workspace_of_its_own_removed_after(
     workspace = next(a.split("=", 1)[1] for a in cmd if a.startswith("--LabApp.workspaces_dir="))
     assert not Path(workspace).exists()
     assert "--ServerApp.jpserver_extensions=notebook_shim=False" in cmd
+    # Lab writes the kernel's language_info into a notebook that has another (and marks it unsaved)
+    from ipykernel.ipkernel import IPythonKernel
+
+    assert json.loads(notebook.read_text())["metadata"]["language_info"] == IPythonKernel.language_info
+    before = notebook.stat().st_mtime_ns
+    assert lab_cli.run(args) == 0
+    assert notebook.stat().st_mtime_ns == before, "a notebook that matches is not rewritten"
 
 
 def test_launchers_reject_bad_ports() -> None:
