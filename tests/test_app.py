@@ -933,6 +933,43 @@ def test_lab_launcher_opens_the_explorer_notebook() -> None:
     assert "--ip=127.0.0.1" in out.stdout
 
 
+def test_lab_runs_with_a_workspace_of_its_own_removed_after(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``precision-explorer lab`` gives Lab a fresh workspace directory (a user's saved workspace
+    for another folder would reopen files this server lacks: 404s) and removes it afterwards;
+    notebook_shim stays unloaded (its loading printed a DeprecationWarning)."""
+    import argparse
+
+    from explorer.cli import lab as lab_cli
+
+    seen: list[tuple[list[str], bool]] = []
+
+    def call(cmd: list[str], env: dict[str, str]) -> int:
+        [workspace] = [a.split("=", 1)[1] for a in cmd if a.startswith("--LabApp.workspaces_dir=")]
+        seen.append((cmd, Path(workspace).is_dir() and not any(Path(workspace).iterdir())))
+        return 0
+
+    monkeypatch.setattr("subprocess.call", call)
+    notebook = tmp_path / "notebooks" / "explorer.ipynb"
+    notebook.parent.mkdir()
+    notebook.write_text('{"cells": [], "metadata": {"language_info": {"name": "python", "version": "0.1"}}}')
+    args = argparse.Namespace(notebook=notebook, port=8890, no_browser=True, dry_run=False, json=False)
+    assert lab_cli.run(args) == 0
+    [(cmd, fresh)] = seen
+    assert fresh, "the workspace directory must exist, empty, while Lab runs"
+    workspace = next(a.split("=", 1)[1] for a in cmd if a.startswith("--LabApp.workspaces_dir="))
+    assert not Path(workspace).exists()
+    assert "--ServerApp.jpserver_extensions=notebook_shim=False" in cmd
+    # Lab writes the kernel's language_info into a notebook that has another (and marks it unsaved)
+    from ipykernel.ipkernel import IPythonKernel
+
+    assert json.loads(notebook.read_text())["metadata"]["language_info"] == IPythonKernel.language_info
+    before = notebook.stat().st_mtime_ns
+    assert lab_cli.run(args) == 0
+    assert notebook.stat().st_mtime_ns == before, "a notebook that matches is not rewritten"
+
+
 def test_launchers_reject_bad_ports() -> None:
     from explorer.cli.app import voila_command
     from explorer.cli.lab import lab_command

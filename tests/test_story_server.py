@@ -11,7 +11,8 @@
   says it used it as a pre-heated kernel).
 
 Both servers start at once (one JupyterLab, one Voila); one page visits each, at 1400x1000 and
-then 1024x768 (the same page, resized).  Screenshots: ``artifacts/stories/server-*.png``.
+then 1024x768 (the same page, resized).  Screenshots: ``artifacts/stories/server-*.png``; axe on
+the notebook's cell (its hint) as Lab shows it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 import pytest
 
 from explorer.server.process_tree import stop_process_tree
+from tests.support.browser import axe_source, blocking, run_axe
 from tests.support.net import free_port
 from tests.support.page import APP_VISIBLE, STORIES
 from tests.support.voila import EXPLORER_NOTEBOOK, ROOT, VoilaServer, start_app
@@ -165,6 +167,8 @@ _KERNEL_IDLE = (
 )
 
 
+#: axe's finding on JupyterLab 4's CodeMirror editor in every cell (Lab's markup, not the notebook's)
+LAB_EDITOR_UNNAMED = ("aria-input-field-name", (".cm-content",))
 #: Lab rewrites a notebook's metadata as the kernel's info reply arrives, just after the status
 #: bar says Idle: a notebook that is not marked unsaved within this long stays so
 DIRTY_WINDOW_MS = 1500
@@ -196,6 +200,13 @@ def test_lab_opens_the_notebook_saved_with_a_run_hint_and_runs_it(browser: Any, 
         assert first_line.startswith("#") and "Shift+Enter" in first_line, first_line
         _shot(page, "lab-open-1400")
         assert not _becomes_dirty(page), "the notebook opened marked unsaved"
+        # the cell and its hint; JupyterLab's own editor element has no accessible name (Lab's, not ours)
+        found = [
+            v
+            for v in blocking(run_axe(page, axe_source(), ".jp-Notebook .jp-CodeCell"))
+            if (v.id, v.targets) != LAB_EDITOR_UNNAMED
+        ]
+        assert found == [], [v.line() for v in found]
 
         editor.click()
         page.keyboard.press("Shift+Enter")

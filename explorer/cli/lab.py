@@ -5,6 +5,11 @@ removed when Lab stops): the user's saved workspace, written for another folder,
 restore tabs for files this server does not have, each a 404 in the browser's console.  The
 ``notebook_shim`` server extension (classic-notebook settings for Jupyter Server; Lab needs none
 of it) is not loaded: loading it reads ``ServerApp.token``, which prints a DeprecationWarning.
+
+Lab marks a notebook unsaved as it opens when the notebook's ``language_info`` differs from what
+the kernel reports (it writes the kernel's in): the shipped notebook carries ipykernel's for the
+Python it was saved with, and :func:`match_language_info` rewrites that one field, before Lab
+starts, when this Python's ipykernel reports another (another Python version).
 """
 
 from __future__ import annotations
@@ -59,6 +64,29 @@ def lab_command(
     return cmd
 
 
+def match_language_info(notebook: Path) -> bool:
+    """Give ``notebook`` the ``language_info`` this Python's ipykernel reports, when it has
+    another (the kernel Lab starts for it runs this Python); returns whether the file changed.
+
+    Only that metadata field changes; the file is written as nbformat writes it (sorted keys,
+    one-space indent), in one replace."""
+    import json
+
+    from ipykernel.ipkernel import IPythonKernel
+
+    content = json.loads(notebook.read_text(encoding="utf-8"))
+    wanted = dict(IPythonKernel.language_info)
+    if content.get("metadata", {}).get("language_info") == wanted:
+        return False
+    content.setdefault("metadata", {})["language_info"] = wanted
+    partial = notebook.with_name(f".{notebook.name}.px-tmp")
+    partial.write_text(
+        json.dumps(content, sort_keys=True, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    partial.replace(notebook)
+    return True
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options."""
     from explorer.cli import add_json_argument, bounded_int
@@ -100,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(" ".join(cmd))
         return 0
+    if match_language_info(notebook):
+        print(f"{notebook}: language_info set to this Python's (Lab would mark it unsaved otherwise)")
     # TensorFlow's C++ logging quiet in the kernels unless --verbose (main() set it) or
     # the environment says otherwise
     env = dict(os.environ)
