@@ -147,14 +147,19 @@ def test_a_frame_inside_the_framework_is_not_taken_for_the_users_line() -> None:
 
 
 class _Uses(HTMLParser):
-    """Every text run of an HTML fragment, with whether it sits in a glossary link, and the
-    links (target, tabindex)."""
+    """Every text run of an HTML fragment that can hold a link, with the glossary link it sits in,
+    and the links (target, tabindex).  Text that cannot hold a link is left out: in code, a
+    control, a <summary> (a link there nests interactive elements) or an ARIA list outside its
+    items."""
 
-    SKIP = frozenset({"code", "pre", "script", "style", "button", "select", "option", "textarea", "kbd"})
+    SKIP = frozenset(
+        {"code", "pre", "script", "style", "button", "select", "option", "textarea", "kbd", "summary"}
+    )
+    VOID = frozenset({"br", "img", "input", "hr", "meta", "link", "wbr", "col", "area", "source"})
 
     def __init__(self) -> None:
         super().__init__()
-        self.stack: list[tuple[str, str]] = []
+        self.stack: list[tuple[str, str, str]] = []  # (tag, href, role)
         self.texts: list[tuple[str, str | None]] = []  # (text, link target or None)
         self.links: list[tuple[str, str | None]] = []  # (href, tabindex)
 
@@ -162,8 +167,8 @@ class _Uses(HTMLParser):
         a = dict(attrs)
         if tag == "a":
             self.links.append((a.get("href") or "", a.get("tabindex")))
-        if tag not in ("br", "img", "input", "hr", "meta", "link", "wbr"):
-            self.stack.append((tag, a.get("href") or ""))
+        if tag not in self.VOID:
+            self.stack.append((tag, a.get("href") or "", a.get("role") or ""))
 
     def handle_endtag(self, tag: str) -> None:
         while self.stack:
@@ -171,9 +176,12 @@ class _Uses(HTMLParser):
                 break
 
     def handle_data(self, data: str) -> None:
-        if any(t in self.SKIP for t, _ in self.stack):
+        if any(t in self.SKIP for t, _, _ in self.stack):
             return
-        link = next((href for t, href in reversed(self.stack) if t == "a"), None)
+        roles = [r for _, _, r in self.stack if r in ("list", "listitem")]
+        if roles and roles[-1] == "list":
+            return
+        link = next((href for t, href, _ in reversed(self.stack) if t == "a"), None)
         self.texts.append((data, link))
 
 
