@@ -322,4 +322,6 @@ def test_no_tab_starts_with_how_the_app_runs(app: Any) -> None:
         for note in ("in this kernel", "sandboxed worker", "not imported", "worker process"):
             assert note not in top, (key, top[:300])
     env = app.select("environment")
-    assert "worker processes" in re.sub(r"<[^>]+>", "", env.details.value)
+    note = re.sub(r"<[^>]+>", "", env.details.value).split("How this app runs", 1)[-1]
+    # what it says depends on whether this process imported TensorFlow (an earlier test may have)
+    assert "TensorFlow" in note and ("worker processes" in note or "in this kernel." in note), note
