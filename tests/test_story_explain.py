@@ -162,4 +162,6 @@ def test_story_find_op_and_every_tab_top(page: Any) -> None:
         top = page.evaluate(_TOP, key)
         for note in ("in this kernel", "sandboxed worker", "not imported"):
             assert note not in top, f"{title} starts with an implementation note: {top[:300]}"
-        assert not page.inner_text(".px-controls-message").strip(), title  # no Op control here
+        page.wait_for_function(  # no Op control here: the search's message goes
+            "() => !document.querySelector('.px-controls-message').innerText.trim()", timeout=10_000
+        )

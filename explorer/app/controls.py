@@ -145,17 +145,15 @@ class Controls:
         self.mode.add_class("px-mode")
         from explorer.app.glossary import anchor
 
-        #: the modes' names are not links in a dropdown: each is one here, next to it
+        #: the modes' names are not links in a dropdown: each is one here, next to it; one Tab stop
+        #: (the first): the glossary lists the other modes right after it
+        later = " tabindex=-1"
+        modes = [("registry", "registry", ""), ("eager", "eager", later), ("XLA", "xla", later)]
+        modes.append(("compile", "compile", later))
         self.mode_help = widgets.HTML(
             "<span class='px-mode-help'>what the modes mean: "
             + " · ".join(
-                f"<a class='px-term' href='#{anchor(term)}'>{label}</a>"
-                for term, label in (
-                    ("registry", "registry"),
-                    ("eager", "eager"),
-                    ("XLA", "xla"),
-                    ("compile", "compile"),
-                )
+                f"<a class='px-term' href='#{anchor(t)}'{order}>{label}</a>" for t, label, order in modes
             )
             + "</span>"
         ).add_class("px-mode-help-box")

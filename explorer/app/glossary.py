@@ -109,9 +109,39 @@ def linked(text: str) -> str:
 
 
 #: elements whose text is not linked: links already, code, form controls, scripts and styles
-_NO_LINKS_IN = ("a", "code", "pre", "script", "style", "button", "select", "option", "textarea", "kbd")
+#: (a link inside <summary> would nest one interactive element in another)
+_NO_LINKS_IN = frozenset(
+    {"a", "code", "pre", "script", "style", "button", "select", "option", "textarea", "kbd", "summary"}
+)
 _TAG = re.compile(r"(<[^>]*>)")
 _TAG_NAME = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)")
+_ROLE = re.compile(r"""\brole=['"]?(\w+)""")
+_VOID = frozenset({"br", "img", "input", "hr", "meta", "link", "wbr", "col", "area", "source"})
+
+
+def _linkable(piece: str, stack: list[tuple[str, bool | None]]) -> None:
+    """Follow the open elements in ``stack``: (tag, whether text in it may hold links; None when
+    the element does not decide).  Inside a ``role='list'`` only its list items may (a link
+    anywhere else in the list breaks ARIA's list structure)."""
+    tag = _TAG_NAME.match(piece)
+    if tag is None:
+        return
+    name = tag[2].lower()
+    if tag[1]:  # a closing tag: pop to its opening one
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i][0] == name:
+                del stack[i:]
+                break
+        return
+    if name in _VOID or piece.endswith("/>"):
+        return
+    role = _ROLE.search(piece)
+    decides: bool | None = None
+    if name in _NO_LINKS_IN or (role and role[1] == "list"):
+        decides = False
+    elif role and role[1] == "listitem":
+        decides = True
+    stack.append((name, decides))
 
 
 def _term_of(word: str) -> str:
@@ -132,18 +162,23 @@ def link_markup(markup: str) -> str:
     class='px-term' href='#px-term-unsupported_dtype' tabindex='-1'>no_kernel</a></td><code>no_kernel</code>
     >>> link_markup("<a href='#x'>registry</a>") == "<a href='#x'>registry</a>"
     True
+    >>> "<a" in link_markup("<div role='list'><b>registry</b></div>")  # not in a list but its items
+    False
+    >>> "<a" in link_markup("<div role='list'><span role='listitem'>no_kernel</span></div>")
+    True
+    >>> "<a" in link_markup("<details><summary>registry</summary></details>")
+    False
     """
     seen: set[str] = set()
-    skip = 0
+    stack: list[tuple[str, bool | None]] = []
     out: list[str] = []
     for piece in _TAG.split(markup):
         if piece.startswith("<"):
-            tag = _TAG_NAME.match(piece)
-            if tag and tag[2].lower() in _NO_LINKS_IN and not piece.endswith("/>"):
-                skip = max(0, skip + (-1 if tag[1] else 1))
+            _linkable(piece, stack)
             out.append(piece)
             continue
-        if skip or not piece:
+        blocked = any(decides is False for _, decides in stack) and not _reopened(stack)
+        if blocked or not piece:
             out.append(piece)
             continue
         last = 0
@@ -156,6 +191,17 @@ def link_markup(markup: str) -> str:
             last = match.end()
         out.append(piece[last:])
     return "".join(out)
+
+
+def _reopened(stack: list[tuple[str, bool | None]]) -> bool:
+    """Whether the innermost element that decides allows links (a list item inside a list), with
+    no code, link or control around it."""
+    if any(name in _NO_LINKS_IN for name, _ in stack):
+        return False
+    for _, decides in reversed(stack):
+        if decides is not None:
+            return decides
+    return True
 
 
 def link_terms(widget: Any) -> None:
