@@ -97,3 +97,19 @@ def voila_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     tmp = tmp_path_factory.mktemp("voila")
     with running_voila(tmp, env={TRAINING_QUEUE_DIR: str(tmp / "queue")}) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def app_page(browser: Any, voila_server: Any) -> Iterator[Any]:
+    """One visitor's page of the module's Voila server (one kernel for the module) at the first
+    story viewport, the app loaded and its Kernels view ready; closed after the module."""
+    from tests.support import page as bs
+
+    page = browser.new_page(viewport=bs.STORY_VIEWPORTS[0])
+    try:
+        page.goto(voila_server.url, timeout=bs.STORY_LOAD_MS)
+        page.wait_for_selector(".px-app", timeout=bs.STORY_LOAD_MS)
+        page.wait_for_function(bs.KERNELS_VIEW_READY, timeout=bs.STORY_LOAD_MS)
+        yield page
+    finally:
+        page.close(run_before_unload=True)

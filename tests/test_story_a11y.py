@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,11 +31,10 @@ import pytest
 from tests.support import page as bs
 from tests.support.browser import BLOCKING_IMPACTS, axe_source, run_axe
 from tests.support.page import TABS, open_tab
-from tests.support.voila import VoilaServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-VIEWPORTS = ({"width": 1400, "height": 1000}, {"width": 1024, "height": 768})
+VIEWPORTS = bs.STORY_VIEWPORTS
 #: generous bounds for a Voila page, a view and a short training run under load (not measurements)
 LOAD_MS = 120_000
 TRAIN_S = 240.0
@@ -44,15 +42,9 @@ MAX_TABS_TO_THE_TAB_BAR = 3
 
 
 @pytest.fixture(scope="module")
-def page(browser: Any, voila_server: VoilaServer) -> Iterator[Any]:
-    page = browser.new_page(viewport=VIEWPORTS[0])
-    try:
-        page.goto(voila_server.url, timeout=LOAD_MS)
-        page.wait_for_selector(".px-app", timeout=LOAD_MS)
-        page.wait_for_function(bs.KERNELS_VIEW_READY, timeout=LOAD_MS)
-        yield page
-    finally:
-        page.close(run_before_unload=True)
+def page(app_page: Any) -> Any:
+    """The module's one visitor page (tests/conftest.py)."""
+    return app_page
 
 
 # ------------------------------------------------------------------------------------------ colours

@@ -14,7 +14,6 @@ Screenshots: artifacts/stories/explain-answer-1400.png, explain-answer-1024.png.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from tests.support.page import ORIGINAL_ERROR, open_tab
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REGISTRIES = Path(__file__).resolve().parents[1] / "explorer" / "data" / "registries"
-VIEWPORTS = ({"width": 1400, "height": 1000}, {"width": 1024, "height": 768})
+VIEWPORTS = bs.STORY_VIEWPORTS
 #: generous bounds for the page and for a view under load (not measurements)
 LOAD_MS = 120_000
 
@@ -75,16 +74,9 @@ def newest_release() -> str:
 
 
 @pytest.fixture(scope="module")
-def page(browser: Any, voila_server: Any) -> Iterator[Any]:
-    """One visitor's page for the whole module (one kernel)."""
-    p = browser.new_page(viewport=VIEWPORTS[0])
-    try:
-        p.goto(voila_server.url, timeout=LOAD_MS)
-        p.wait_for_selector(".px-app", timeout=LOAD_MS)
-        p.wait_for_function(bs.KERNELS_VIEW_READY, timeout=LOAD_MS)
-        yield p
-    finally:
-        p.close(run_before_unload=True)
+def page(app_page: Any) -> Any:
+    """The module's one visitor page (tests/conftest.py)."""
+    return app_page
 
 
 def tab_until(page: Any, selector: str, presses: int = 40) -> dict[str, Any]:

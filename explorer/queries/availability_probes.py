@@ -12,6 +12,7 @@ stored records and runs the rest in sandbox workers, saving each record as it ar
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,9 +204,11 @@ def sweep_probes(
 def _progress_bar(total: int, enabled: bool) -> Any:
     if not enabled or total == 0:
         return None
-    from tqdm.auto import tqdm
+    # plain tqdm on stderr: tqdm.auto picks its notebook bar whenever an IPython shell exists in the
+    # process, and that bar, with no widget front end, prints to stdout among the CLI's table
+    from tqdm import tqdm
 
-    return tqdm(total=total, desc="probing kernels", unit="probe")
+    return tqdm(total=total, desc="probing kernels", unit="probe", file=sys.stderr)
 
 
 def worker_devices() -> dict[str, Any]:

@@ -36,6 +36,10 @@ from typing import Any, TypeVar
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 STORIES = ROOT / "artifacts" / "stories"
+#: the viewports of the issue-28 stories: a laptop, then a small projector
+STORY_VIEWPORTS = ({"width": 1400, "height": 1000}, {"width": 1024, "height": 768})
+#: a generous bound for a Voila page to load under load (not a measurement)
+STORY_LOAD_MS = 120_000
 #: Tabs in app order: (key, title).
 TABS = [
     ("kernels", "Kernels"),
