@@ -14,6 +14,8 @@ Screenshots: artifacts/stories/explain-answer-1400.png, explain-answer-1024.png.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ import pytest
 from tests.support import page as bs
 from tests.support.browser import BLOCKING_IMPACTS, axe_source, run_axe
 from tests.support.page import ORIGINAL_ERROR, open_tab
+from tests.support.require import require_module
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -157,3 +160,28 @@ def test_story_find_op_and_every_tab_top(page: Any) -> None:
         page.wait_for_function(  # no Op control here: the search's message goes
             "() => !document.querySelector('.px-controls-message').innerText.trim()", timeout=10_000
         )
+
+
+def test_story_explain_lesson_from_a_real_torch_error(page: Any, tmp_path: Path) -> None:
+    """Item 11: PyTorch's real float8 conv2d error (run here) pasted into Explain gives short,
+    monospace code built from the user's own names (images, filters), not literal tensors."""
+    from tests.test_app_explain import CONV_SCRIPT
+
+    require_module("torch")
+    script = tmp_path / "train.py"
+    script.write_text(CONV_SCRIPT)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "Float8_e4m3fn" in run.stderr, run.stderr[-500:]
+    page.set_viewport_size(VIEWPORTS[1])
+    open_tab(page, "Explain")
+    page.fill(".px-explain-text textarea", run.stderr)
+    page.uncheck(".px-explain-run input")
+    page.click(".px-explain-button")
+    lesson = page.locator(".px-tab-explain pre.px-code", has_text="F.conv2d(images").first
+    lesson.wait_for(timeout=LOAD_MS)
+    code = lesson.inner_text()
+    assert "features = F.conv2d(images.to(torch.float32), filters.to(torch.float32)" in code, code
+    assert len(code) < 400 and "tensor([" not in code and "permute" not in code, code
+    font = page.evaluate("e => getComputedStyle(e).fontFamily", lesson.element_handle())
+    assert "mono" in font.lower(), font
+    bs.shoot_story(page, "explain-lesson-1024")

@@ -1,5 +1,6 @@
-"""The Kernels tab in a browser (issue 28, items 1, 3 and 12): the first words answer
-range × float16 × CPU as the shipped registry JSON says; a release chip pressed with the
+"""The Kernels tab in a browser (issue 28, items 1, 3, 4 and 12): the first words answer
+range × float16 × CPU as the shipped registry JSON says; in mode registry no Backends control
+(it would do nothing there); a release chip pressed with the
 keyboard tells that release and its workaround beside the heatmap; from page load a keyboard
 alone reaches the tab bar, the Kernels tab and a heatmap cell's details; the details panel and
 "every cell explained" fit their panel at 1024 px; axe finds nothing serious or critical.
@@ -91,6 +92,10 @@ def test_story_kernels_answer_chips_keyboard_and_fit(browser: Any, voila_server:
         assert answer.startswith("Yes:" if now == "ok" else "No:"), answer
         assert f"since {first}; on {before} and earlier" in answer, answer
         assert "workaround: create in float32, then tf.cast to float16" in answer, answer
+
+        # (4) mode registry shows TensorFlow's registry whatever Backends say: the control is hidden
+        backends = page.locator(".px-backends")
+        assert backends.count() == 1 and not backends.is_visible()
 
         # (12) keyboard only, from page load: the tab bar, the Kernels tab, a cell's details
         page.evaluate("() => document.activeElement && document.activeElement.blur()")
