@@ -6,13 +6,14 @@ contrast formula written out here, the SVG read back with the standard library."
 from __future__ import annotations
 
 import re
-import threading
 import time
 import xml.etree.ElementTree as ET
 from typing import Any
 
 import numpy as np
 import pytest
+
+from tests.support.sampling import sample_during
 
 pytestmark = pytest.mark.usefixtures("cache_dir")
 
@@ -48,8 +49,6 @@ def test_switching_op_never_shows_the_earlier_ops_results(app: Any, monkeypatch:
         return slow(*args, **kwargs)
 
     monkeypatch.setattr(accuracy_tab, "cached_sweep", slower)
-    seen: list[tuple[str, str, str, str]] = []
-    stop = threading.Event()
 
     def shown() -> tuple[str, str, str, str]:
         """What a visitor sees: nothing of answer, plot and details while the tab is marked computing."""
@@ -58,18 +57,7 @@ def test_switching_op_never_shows_the_earlier_ops_results(app: Any, monkeypatch:
         plot = "".join(o["data"].get("text/html", "") for o in tab.plot.outputs)
         return tab.answer.value, plot, tab.details.value, tab.status.value
 
-    def watch() -> None:
-        while not stop.is_set():
-            seen.append(shown())
-            time.sleep(0.02)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
-        app.state.set(op="tanh")  # renders now, in this thread
-    finally:
-        stop.set()
-        watcher.join()
+    seen = sample_during(lambda: app.state.set(op="tanh"), shown)  # renders now, in this thread
     about_tanh = [s for s in seen if "tanh" in s[0] + s[1] + s[2] + s[3]]
     assert about_tanh
     # once anything says tanh, nothing says exp: not the answer, figure, tables or note

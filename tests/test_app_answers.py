@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 from tests.support import shipped_registries as shipped
+from tests.support.probed import one_ok_numpy_cell
+from tests.support.sampling import sample_during
 
 #: the terms issue 28 lists, each to be explained in the glossary (typed from the issue)
 ISSUE_TERMS = (
@@ -256,15 +258,8 @@ def test_device_control_shows_only_where_it_changes_the_view(app: Any) -> None:
 
 def test_device_cpu_shows_no_gpu_column(app: Any, monkeypatch: Any) -> None:
     """Issue 28, item 4: with Device = CPU the GPU columns go (they stayed, declared, before)."""
-    import pandas as pd
-
     tab = app.select("kernels")
-    probed = pd.DataFrame(
-        [
-            {"backend": "numpy", "op": "range", "raw_op": "", "dtype": "float16", "device": "CPU",
-             "mode": "eager", "status": "ok", "explanation": "", "error": "", "workaround": ""}
-        ]
-    )  # fmt: skip
+    probed = one_ok_numpy_cell()
     monkeypatch.setattr(tab.rows, "probed_frame", lambda ops, dtypes, mode: (probed, 0))
     monkeypatch.setattr(tab.rows, "machine_has_gpu", lambda: False)
     app.state.set(
@@ -302,7 +297,6 @@ def test_backends_are_hidden_in_mode_registry_and_opinfo_has_its_own_switch(app:
 
 
 def test_a_slow_render_never_shows_the_earlier_selections_result(app: Any, monkeypatch: Any) -> None:
-    import threading
     import time
 
     import explorer.app.ranges_tab as ranges_tab
@@ -318,21 +312,9 @@ def test_a_slow_render_never_shows_the_earlier_selections_result(app: Any, monke
         return slow(*args, **kwargs)
 
     monkeypatch.setattr(ranges_tab, "cached_sweep", slower)
-    seen: list[tuple[Any, str]] = []
-    stop = threading.Event()
-
-    def watch() -> None:
-        while not stop.is_set():
-            seen.append((tab.plot.outputs, tab.status.value))
-            time.sleep(0.05)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
-        app.state.set(op="tanh")  # renders now, in this thread
-    finally:
-        stop.set()
-        watcher.join()
+    seen = sample_during(  # renders now, in this thread
+        lambda: app.state.set(op="tanh"), lambda: (tab.plot.outputs, tab.status.value), every_s=0.05
+    )
     after_note = [plot for plot, status in seen if "Computing tanh in float16" in status]
     assert after_note, [status for _, status in seen][-3:]
     assert all(plot != earlier for plot in after_note)  # exp's plot gone while tanh computes

@@ -14,6 +14,7 @@ import pytest
 
 from tests.support import hostile
 from tests.support import shipped_registries as shipped
+from tests.support.probed import one_ok_numpy_cell
 
 
 @pytest.fixture(scope="module")
@@ -179,15 +180,8 @@ def test_nothing_probed_never_sits_beside_a_finished_probe(app: Any) -> None:
 
 def test_probed_status_names_no_implementation(app: Any, monkeypatch: Any) -> None:
     """Issue 28, item 13: the eager status said "sandboxed worker (cached on disk)"."""
-    import pandas as pd
-
     tab = app.select("kernels")
-    probed = pd.DataFrame(
-        [
-            {"backend": "numpy", "op": "range", "raw_op": "", "dtype": "float16", "device": "CPU",
-             "mode": "eager", "status": "ok", "explanation": "", "error": "", "workaround": ""}
-        ]
-    )  # fmt: skip
+    probed = one_ok_numpy_cell()
     monkeypatch.setattr(tab.rows, "probed_frame", lambda ops, dtypes, mode: (probed, 0))
     app.state.set(op="range", dtypes=["float16"], backends=["numpy"], mode="eager", device="CPU")
     status = text_of(tab.status.value)
