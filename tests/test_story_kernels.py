@@ -3,7 +3,8 @@ range × float16 × CPU as the shipped registry JSON says; in mode registry no B
 (it would do nothing there); a release chip pressed with the
 keyboard tells that release and its workaround beside the heatmap; from page load a keyboard
 alone reaches the tab bar, the Kernels tab and a heatmap cell's details; the details panel and
-"every cell explained" fit their panel at 1024 px; axe finds nothing serious or critical.
+"every cell explained" fit their panel at 1024 px; the whole catalog's rows fill its figure;
+axe finds nothing serious or critical.
 
 One page, both viewports (1400x1000, then 1024x768 on the same page)."""
 
@@ -151,6 +152,15 @@ def test_story_kernels_answer_chips_keyboard_and_fit(browser: Any, voila_server:
         body, header, window, scrolls, tab_index = box
         assert scrolls and tab_index == 0, box  # it scrolls, and a keyboard can focus it to scroll it
         assert body + header <= min(560 + header, window - 140) + 2, box
+        # the rows fill the tall figure: its row axis runs its whole height (bqplot kept the
+        # op's group's height once, the catalog's 128 rows squeezed into its top 132 px)
+        page.wait_for_function(
+            "() => { const b = document.querySelector('.px-tab-kernels .px-heatmap-body'); "
+            "const axis = Math.max(...[...b.querySelectorAll('.axis path.domain')]"
+            ".map(d => d.getBBox().height)); "
+            "return axis >= b.getBoundingClientRect().height - 40; }",
+            timeout=10_000,
+        )
         violations = browser_support.blocking(
             browser_support.run_axe(page, browser_support.axe_source(), ".px-tab-kernels")
         )

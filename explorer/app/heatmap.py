@@ -138,18 +138,7 @@ class KernelHeatmap:
             scale=self.y, orientation="vertical", side="left", tick_style={"font-size": "12px"}
         )
         self.bottom_axis = bqplot.Axis(scale=self.x, side="bottom", tick_style={"font-size": "12px"})
-        self.body = bqplot.Figure(
-            marks=[self.cells, self.glyphs],
-            axes=[self.row_axis, self.bottom_axis],
-            fig_margin={"top": 2, "bottom": 24, "left": LEFT_PX, "right": RIGHT_PX},
-            display_toolbar=False,
-            padding_x=0.0,
-            padding_y=0.0,
-            animation_duration=0,
-            min_aspect_ratio=0.001,
-            max_aspect_ratio=1000.0,
-        )
-        self.body.add_class("px-heatmap-body")
+        self.body = self._new_body()
         self.top_axis = bqplot.Axis(
             scale=self.x,
             side="top",
@@ -180,7 +169,6 @@ class KernelHeatmap:
             [self.scroll_handle, self.body], layout=widgets.Layout(overflow="auto", flex_flow="column")
         )
         self.scroller.add_class("px-heatmap-scroll")
-        self.body.layout.flex = "0 0 auto"  # a column box would shrink it to fit: it scrolls instead
         self.note = widgets.HTML("").add_class("px-heatmap-note")
         # the glyphs sit on the cells: without this a pointer on a glyph never reaches its cell
         style = widgets.HTML(f"<style>{GLYPH_CSS}</style>").add_class("px-heatmap-style")
@@ -191,6 +179,37 @@ class KernelHeatmap:
         )
         self.widget = widgets.VBox([style, self.axes, self.header, self.scroller, self.note])
         self.widget.add_class("px-heatmap")
+
+    def _new_body(self) -> Any:
+        """The figure of the cells, the glyphs, the row axis and the bottom axis."""
+        body = _import_bqplot().Figure(
+            marks=[self.cells, self.glyphs],
+            axes=[self.row_axis, self.bottom_axis],
+            fig_margin={"top": 2, "bottom": 24, "left": LEFT_PX, "right": RIGHT_PX},
+            display_toolbar=False,
+            padding_x=0.0,
+            padding_y=0.0,
+            animation_duration=0,
+            min_aspect_ratio=0.001,
+            max_aspect_ratio=1000.0,
+        )
+        body.add_class("px-heatmap-body")
+        body.layout.flex = "0 0 auto"  # a column box would shrink it to fit: it scrolls instead
+        return body
+
+    def _resize_body(self, width: str, height: str) -> None:
+        """Give the body figure this size.  bqplot's figure view does not lay itself out again when
+        its height grows (from an op's group to the whole catalog its axes and cells stayed at
+        the old height, squeezed into the top of a tall figure): a new height gets a new figure,
+        drawn at that size from the start, in place of the old one."""
+        if self.body.layout.height in (None, height):
+            self.body.layout.width, self.body.layout.height = width, height
+            return
+        old, self.body = self.body, self._new_body()
+        self.body.layout.width, self.body.layout.height = width, height
+        self.scroller.children = [self.scroll_handle, self.body]
+        old.marks, old.axes = [], []  # the marks and axes live on in the new figure
+        old.close()
 
     # ------------------------------------------------------------------ events
 
@@ -312,7 +331,7 @@ class KernelHeatmap:
         if self.header.fig_margin.get("top") != header - 4:
             self.header.fig_margin = {**self.header.fig_margin, "top": header - 4}
         self.header.layout.width, self.header.layout.height = f"{width}px", f"{header}px"
-        self.body.layout.width, self.body.layout.height = f"{width}px", f"{body_height}px"
+        self._resize_body(f"{width}px", f"{body_height}px")
         # header and body together: at most 560 px + the header, and never taller than the window
         self.scroller.layout.max_height = f"min({MAX_BODY_PX}px, calc(100vh - {PAGE_CHROME_PX + header}px))"
         self.scroller.layout.width = f"{width + 24}px"
