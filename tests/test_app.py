@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -946,9 +947,13 @@ def test_lab_runs_with_a_workspace_of_its_own_removed_after(
 
     seen: list[tuple[list[str], bool]] = []
 
+    pages: list[dict[str, Any]] = []
+
     def call(cmd: list[str], env: dict[str, str]) -> int:
         [workspace] = [a.split("=", 1)[1] for a in cmd if a.startswith("--LabApp.workspaces_dir=")]
         seen.append((cmd, Path(workspace).is_dir() and not any(Path(workspace).iterdir())))
+        first = Path(env["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0])
+        pages.append(json.loads((first / "labconfig" / "page_config.json").read_text()))
         return 0
 
     monkeypatch.setattr("subprocess.call", call)
@@ -962,6 +967,8 @@ def test_lab_runs_with_a_workspace_of_its_own_removed_after(
     workspace = next(a.split("=", 1)[1] for a in cmd if a.startswith("--LabApp.workspaces_dir="))
     assert not Path(workspace).exists()
     assert "--ServerApp.jpserver_extensions=notebook_shim=False" in cmd
+    # Lab's news toast (it covered the app at 1024 px) is off: the first config dir disables it
+    assert pages == [{"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}]
     # Lab writes the kernel's language_info into a notebook that has another (and marks it unsaved)
     from ipykernel.ipkernel import IPythonKernel
 

@@ -217,5 +217,7 @@ def test_lab_opens_the_notebook_saved_with_a_run_hint_and_runs_it(browser: Any, 
         _shot(page, "lab-ran-1024")
         assert failed == [] and errors == [], (failed, errors)
         assert "DeprecationWarning" not in lab.log_text(), lab.log_text()[-3000:]
+        # no toast over the app asking whether to fetch Jupyter's news (lab disables that plugin)
+        assert page.get_by_text("official Jupyter news").count() == 0
     finally:
         page.close(run_before_unload=True)

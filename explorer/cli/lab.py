@@ -2,7 +2,9 @@
 
 JupyterLab runs with a workspace of its own in a temporary directory (``--LabApp.workspaces_dir``,
 removed when Lab stops): the user's saved workspace, written for another folder, would make Lab
-restore tabs for files this server does not have, each a 404 in the browser's console.  The
+restore tabs for files this server does not have, each a 404 in the browser's console.  Lab
+reads one more config directory there, first (``JUPYTER_CONFIG_PATH``), that disables only the
+news plugin, whose toast covered the app in a 1024 px window.  The
 ``notebook_shim`` server extension (classic-notebook settings for Jupyter Server; Lab needs none
 of it) is not loaded: loading it reads ``ServerApp.token``, which prints a DeprecationWarning.
 
@@ -15,6 +17,7 @@ starts, when this Python's ipykernel reports another (another Python version).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -87,6 +90,21 @@ def match_language_info(notebook: Path) -> bool:
     return True
 
 
+#: JupyterLab's plugin that asks, in a toast over the notebook, whether to fetch Jupyter's news
+NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
+
+
+def quiet_news_config(directory: Path) -> Path:
+    """A Jupyter config directory under ``directory`` whose ``labconfig/page_config.json`` disables
+    :data:`NEWS_PLUGIN` (its toast covered the app at 1024 px); returned for the front of
+    ``JUPYTER_CONFIG_PATH``, so that the user's own config directories are read as before."""
+    config = directory / "config"
+    (config / "labconfig").mkdir(parents=True, exist_ok=True)
+    page_config = {"disabledExtensions": {NEWS_PLUGIN: True}}
+    (config / "labconfig" / "page_config.json").write_text(json.dumps(page_config))
+    return config
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The verb's options."""
     from explorer.cli import add_json_argument, bounded_int
@@ -134,7 +152,12 @@ def run(args: argparse.Namespace) -> int:
     # the environment says otherwise
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    with tempfile.TemporaryDirectory(prefix="px-lab-workspace-", ignore_cleanup_errors=True) as workspace:
+    with tempfile.TemporaryDirectory(prefix="px-lab-", ignore_cleanup_errors=True) as tmp:
+        workspace = Path(tmp) / "workspace"
+        workspace.mkdir()
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+            [str(quiet_news_config(Path(tmp))), *filter(None, [env.get("JUPYTER_CONFIG_PATH")])]
+        )
         cmd = lab_command(
             root, notebook, args.port, open_browser=not args.no_browser, workspaces_dir=workspace
         )
