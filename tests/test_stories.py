@@ -1,6 +1,6 @@
 """The app's stories in a real browser (Voila + Debian's Chromium at 1400x1000), asserting what a
-user sees against independent readings, with a screenshot per story in artifacts/stories/ and an
-axe-core accessibility check of every tab.
+user sees against independent readings, with a screenshot per story in artifacts/stories/ (axe-core
+on every tab: tests/test_story_a11y.py).
 
 Stories:
 
@@ -40,8 +40,7 @@ import numpy as np
 import pytest
 
 from tests.support import page as bs
-from tests.support.browser import BLOCKING_IMPACTS, axe_source, run_axe
-from tests.support.page import ORIGINAL_ERROR, TABS, open_tab, select_op
+from tests.support.page import ORIGINAL_ERROR, open_tab, select_op
 from tests.support.voila import VoilaServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -813,34 +812,3 @@ def test_story_explain_the_original_error(app: Any) -> None:
     text = bs.visible_text(page, ".px-tab-explain")
     explanation = page.inner_text(".px-explain-explanation")
     assert "Range" in explanation and first in text, explanation
-
-
-# ---------------------------------------------------------------------------------------- accessibility
-
-
-def test_axe_every_tab_has_no_serious_or_critical_violations(app: Any) -> None:
-    """axe-core (WCAG 2 A and AA rules) on the app with each tab open; every violation is printed
-    and written to artifacts/stories/axe.json, serious and critical ones fail."""
-    source = axe_source()
-    page = app
-    report: dict[str, list[dict[str, Any]]] = {}
-    for key, title in TABS:
-        open_tab(page, title)
-        page.wait_for_selector(f".px-tab-{key}", state="visible", timeout=LOAD_MS)
-        page.wait_for_timeout(1_500)
-        found = run_axe(page, source)
-        report[key] = [
-            {"id": v.id, "impact": v.impact, "nodes": v.nodes, "help": v.help, "targets": list(v.targets)}
-            for v in found
-        ]
-        print(f"axe {key}: {len(found)} violations")
-        for v in found:
-            print("   ", v.line())
-    bs.STORIES.mkdir(parents=True, exist_ok=True)
-    (bs.STORIES / "axe.json").write_text(bs.as_json(report))
-    bad = {
-        k: [f"{v['impact']} {v['id']} ({v['nodes']})" for v in vs if v["impact"] in BLOCKING_IMPACTS]
-        for k, vs in report.items()
-    }
-    bad = {k: v for k, v in bad.items() if v}
-    assert not bad, f"serious or critical axe violations per tab: {bad}"
