@@ -956,7 +956,7 @@ def test_lab_runs_with_a_workspace_of_its_own_removed_after(
         pages.append(json.loads((first / "labconfig" / "page_config.json").read_text()))
         return 0
 
-    monkeypatch.setattr("subprocess.call", call)
+    monkeypatch.setattr(lab_cli, "_run_lab", call)
     notebook = tmp_path / "notebooks" / "explorer.ipynb"
     notebook.parent.mkdir()
     notebook.write_text('{"cells": [], "metadata": {"language_info": {"name": "python", "version": "0.1"}}}')

@@ -131,6 +131,21 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
             app.stop()
     finally:
         stop_process_tree(proc)
+    # `lab` passes its SIGTERM on to JupyterLab: nothing serving that port outlives it
+    survivors = [pid for pid in _pids_with_arg(f"--port={port}") if "jupyterlab" in _cmdline(pid)]
+    assert survivors == [], f"JupyterLab outlived precision-explorer lab: {survivors}"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _pids_with_arg(arg: str) -> list[int]:
+    """The processes whose command line has ``arg`` (read from /proc)."""
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and arg in _cmdline(int(p.name))]
 
 
 def _shot(page: Any, name: str) -> None:

@@ -91,6 +91,22 @@ def _import_bqplot() -> Any:
     return bqplot
 
 
+def _figure(marks: list[Any], axes: list[Any], top: int, bottom: int) -> Any:
+    """A bqplot figure of the heatmap: no toolbar, padding or animation, any aspect ratio (its
+    size is set in pixels), the left and right margins the rows' labels need."""
+    return _import_bqplot().Figure(
+        marks=marks,
+        axes=axes,
+        fig_margin={"top": top, "bottom": bottom, "left": LEFT_PX, "right": RIGHT_PX},
+        display_toolbar=False,
+        padding_x=0.0,
+        padding_y=0.0,
+        animation_duration=0,
+        min_aspect_ratio=0.001,
+        max_aspect_ratio=1000.0,
+    )
+
+
 class KernelHeatmap:
     """The heatmap widget (``.widget``), redrawn by :meth:`show`; ``on_click(i, j)`` is called
     with a clicked cell's row and column."""
@@ -145,17 +161,7 @@ class KernelHeatmap:
             tick_rotate=-40,
             tick_style={"font-size": "12px", "text-anchor": "start"},
         )
-        self.header = bqplot.Figure(
-            marks=[],
-            axes=[self.top_axis],
-            fig_margin={"top": HEADER_PX - 4, "bottom": 0, "left": LEFT_PX, "right": RIGHT_PX},
-            display_toolbar=False,
-            padding_x=0.0,
-            padding_y=0.0,
-            animation_duration=0,
-            min_aspect_ratio=0.001,
-            max_aspect_ratio=1000.0,
-        )
+        self.header = _figure([], [self.top_axis], top=HEADER_PX - 4, bottom=0)
         self.header.add_class("px-heatmap-header")
         self.cells.on_element_click(self._clicked)
         self.cells.on_hover(self._hovered)
@@ -182,17 +188,7 @@ class KernelHeatmap:
 
     def _new_body(self) -> Any:
         """The figure of the cells, the glyphs, the row axis and the bottom axis."""
-        body = _import_bqplot().Figure(
-            marks=[self.cells, self.glyphs],
-            axes=[self.row_axis, self.bottom_axis],
-            fig_margin={"top": 2, "bottom": 24, "left": LEFT_PX, "right": RIGHT_PX},
-            display_toolbar=False,
-            padding_x=0.0,
-            padding_y=0.0,
-            animation_duration=0,
-            min_aspect_ratio=0.001,
-            max_aspect_ratio=1000.0,
-        )
+        body = _figure([self.cells, self.glyphs], [self.row_axis, self.bottom_axis], top=2, bottom=24)
         body.add_class("px-heatmap-body")
         body.layout.flex = "0 0 auto"  # a column box would shrink it to fit: it scrolls instead
         return body

@@ -123,7 +123,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Start the server (or print its command with --dry-run, which creates nothing); returns its
     exit status."""
-    import subprocess
     import tempfile
 
     from explorer.cli import print_json
@@ -162,6 +161,24 @@ def run(args: argparse.Namespace) -> int:
             root, notebook, args.port, open_browser=not args.no_browser, workspaces_dir=workspace
         )
         try:
-            return subprocess.call(cmd, env=env)
+            return _run_lab(cmd, env)
         except KeyboardInterrupt:
             return 130
+
+
+def _run_lab(cmd: list[str], env: dict[str, str]) -> int:
+    """Run Lab until it exits; its exit status.  A SIGTERM to this process goes on to Lab (without
+    this, Lab outlived a ``precision-explorer lab`` stopped by a supervisor or a test); any other
+    way out (Ctrl+C: KeyboardInterrupt) kills Lab, as :func:`subprocess.call` does."""
+    import signal
+    import subprocess
+
+    with subprocess.Popen(cmd, env=env) as lab:
+        previous = signal.signal(signal.SIGTERM, lambda signum, _frame: lab.send_signal(signum))
+        try:
+            return lab.wait()
+        except BaseException:
+            lab.kill()
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, previous)
