@@ -149,7 +149,8 @@ def _term_of(word: str) -> str:
     return _TERM_OF.get(key) or ("e8m0fnu" if key == "e8m0fnu" else "fnuz")
 
 
-@functools.lru_cache(maxsize=256)
+# a few recent pieces (a whole-catalog table is ~400 KB: a large cache would hold megabytes per kernel)
+@functools.lru_cache(maxsize=32)
 def link_markup(markup: str) -> str:
     """``markup`` (HTML, already escaped) with every use of a glossary term in its text a link to
     the term's entry: the first use of each term is in the Tab order, later ones are links for the
@@ -177,8 +178,7 @@ def link_markup(markup: str) -> str:
             _linkable(piece, stack)
             out.append(piece)
             continue
-        blocked = any(decides is False for _, decides in stack) and not _reopened(stack)
-        if blocked or not piece:
+        if not piece or not _may_link(stack):
             out.append(piece)
             continue
         last = 0
@@ -193,9 +193,9 @@ def link_markup(markup: str) -> str:
     return "".join(out)
 
 
-def _reopened(stack: list[tuple[str, bool | None]]) -> bool:
-    """Whether the innermost element that decides allows links (a list item inside a list), with
-    no code, link or control around it."""
+def _may_link(stack: list[tuple[str, bool | None]]) -> bool:
+    """Whether text inside the open elements ``stack`` may hold links: no code, link or control
+    around it, and the innermost element that decides allows them (a list item inside a list)."""
     if any(name in _NO_LINKS_IN for name, _ in stack):
         return False
     for _, decides in reversed(stack):
