@@ -158,13 +158,27 @@ def test_map_failed_setup_fails_every_item(sandbox):
 
 
 @pytest.mark.slow
-def test_interrupted_call_never_delivers_its_answer(sandbox):
+def test_interrupted_call_never_delivers_its_answer(sandbox, tmp_path):
+    """The SIGINT is sent once the worker says it is inside the call (a file it creates), not after
+    a fixed time, so a loaded machine cannot make the call end before the interrupt."""
     first_pid = sandbox.call("faults", faults.pid, timeout=60)
-    interrupt = threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    mark = tmp_path / "inside-the-call"
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def interrupt_once_inside() -> None:
+        deadline = time.monotonic() + 60
+        while not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    interrupt = threading.Thread(target=interrupt_once_inside)
     interrupt.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            sandbox.call("faults", faults.sleep_then, "the interrupted call's answer", 3.0, timeout=60)
+            sandbox.call(
+                "faults", faults.mark_then_sleep, str(mark), "the interrupted call's answer", 30.0, timeout=90
+            )
     finally:
         interrupt.join()
     assert sandbox.call("faults", faults.echo, "its own answer", timeout=60) == "its own answer"

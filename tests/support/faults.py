@@ -45,6 +45,14 @@ def sleep_then(value: object, seconds: float) -> object:
     return value
 
 
+def mark_then_sleep(mark: str, value: object, seconds: float) -> object:
+    """Create the file ``mark`` (the caller waits for it: the call is under way), then sleep."""
+    with open(mark, "w"):
+        pass
+    time.sleep(seconds)
+    return value
+
+
 def chatter(value: object) -> object:
     """Write to the worker's stdout and stderr at the Python and at the C level, then return."""
     print("chatter: python print")
