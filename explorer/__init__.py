@@ -2,8 +2,9 @@
 each format overflows and underflows, how accurate each backend is, and whether mixed
 precision still trains.
 
-``import explorer`` is cheap: the names below that need pandas, a framework or the widgets
-load on first use (TensorFlow, PyTorch and JAX only when a backend runs).
+``import explorer`` is cheap: every public name loads on first use (ml_dtypes with the
+formats, TensorFlow, PyTorch and JAX only when a backend runs), so that the command line's
+``--help`` and usage errors import nothing heavy.
 
 Formats and rounding:
 
@@ -46,15 +47,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from explorer.formats import Format, all_formats, all_values, decode, encode, resolve
-from explorer.outcome import STATUSES, Outcome, Status
-
 if TYPE_CHECKING:  # the lazy names below, for type checkers and readers
     from explorer.analysis.bits import inspect_value
     from explorer.app import App
     from explorer.backends import get_backend
     from explorer.blocks import block_format, quantize_blocks
+    from explorer.formats import Format, all_formats, all_values, decode, encode, resolve
     from explorer.ops import catalog, get_op
+    from explorer.outcome import STATUSES, Outcome, Status
     from explorer.queries.accuracy import accuracy
     from explorer.queries.availability import availability
     from explorer.queries.model_check import check_model
@@ -66,6 +66,15 @@ __version__ = "0.1.0"
 
 #: public names loaded on first use: name -> (module, attribute or None for the module itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
+    "Format": ("explorer.formats", "Format"),
+    "all_formats": ("explorer.formats", "all_formats"),
+    "all_values": ("explorer.formats", "all_values"),
+    "decode": ("explorer.formats", "decode"),
+    "encode": ("explorer.formats", "encode"),
+    "resolve": ("explorer.formats", "resolve"),
+    "STATUSES": ("explorer.outcome", "STATUSES"),
+    "Outcome": ("explorer.outcome", "Outcome"),
+    "Status": ("explorer.outcome", "Status"),
     "App": ("explorer.app", "App"),
     "accuracy": ("explorer.queries.accuracy", "accuracy"),
     "availability": ("explorer.queries.availability", "availability"),

@@ -13,6 +13,7 @@ import math
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -217,20 +218,61 @@ def test_argparse_error_is_one_safe_line(capsys: Any) -> None:
     assert "second[2J" in assert_one_line_error(err, "formats")  # told by the verb's parser
 
 
-def test_interrupt_is_130_and_bugs_propagate(capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("bug_type", [RuntimeError, TypeError, KeyError])
+def test_interrupt_is_130_and_a_bug_is_said_to_be_one(
+    capsys: Any, monkeypatch: pytest.MonkeyPatch, bug_type: type[Exception]
+) -> None:
+    """A bug inside a verb (a TypeError included) is not a usage error: status 70, one line that
+    says so, and the traceback in the file the line names."""
     import explorer.analysis.bits as bits
 
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
     def bug(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("a bug")
+        raise bug_type("a bug")
 
     monkeypatch.setattr(bits, "inspect_value", interrupted)
     assert run_cli(capsys, "bits", "0.1", "--dtype", "half")[0] == 130
     monkeypatch.setattr(bits, "inspect_value", bug)
-    with pytest.raises(RuntimeError, match="a bug"):
-        main(["bits", "0.1", "--dtype", "half"])
+    assert main(["bits", "0.1", "--dtype", "half"]) == 70
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "internal error (a bug" in err, err
+    trace = Path(err.rsplit("traceback in ", 1)[1].strip())
+    try:
+        assert f"{bug_type.__name__}: " in trace.read_text() and "def bug" not in err
+        assert "in bug" in trace.read_text()  # the frame that raised it
+    finally:
+        trace.unlink()
+
+
+def test_version_and_no_verb(capsys: Any) -> None:
+    from importlib import metadata
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"precision-explorer {metadata.version('precision-explorer')}"
+    assert main(["-V", "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert f"numpy {metadata.version('numpy')}" in out and "Python " in out
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: precision-explorer") and "kernels" in out and "explain" in out
+
+
+def test_help_imports_nothing_heavy() -> None:
+    """``--help`` and ``--version`` decide before the formats (ml_dtypes' extension) or any
+    framework is imported: a fresh interpreter, its modules read after."""
+    code = (
+        "import sys; from explorer.cli import main\n"
+        "for argv in (['--help'], ['--version'], []):\n"
+        "    try: main(argv)\n"
+        "    except SystemExit: pass\n"
+        "heavy = [m for m in ('ml_dtypes', 'explorer.formats', 'tensorflow', 'torch', 'jax', 'pandas') "
+        "if m in sys.modules]\n"
+        "print('HEAVY', heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "HEAVY []", out
 
 
 @pytest.mark.parametrize(("argv", "codes"), [(["formats"], {141}), (["--help"], {0, 141})])

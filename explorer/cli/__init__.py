@@ -48,7 +48,8 @@ only with ``--dry-run``.
 know (``ranges``/``accuracy``: for some ``--dtype`` none of the requested backends could
 run; ``kernels --diff``: the snapshots differ; ``model``: under some ``--policy`` the model
 does not run, overflows or loses its gradients); 2 usage (a bad option, value or name;
-nothing run; one line on stderr); 130 interrupted; 141 stdout closed early (``| head``);
+nothing run; one line on stderr); 70 an internal error, a bug (one line on stderr naming the
+file that holds its traceback); 130 interrupted; 141 stdout closed early (``| head``);
 ``lab``/``app`` otherwise return the server's status.
 
 Bad input is refused before any work, with exit status 2 and one line on stderr:
@@ -73,7 +74,7 @@ import os
 import pkgutil
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -368,8 +369,24 @@ _VERBOSE_HELP = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of every verb (each verb's parser is an :class:`ArgumentParser` too)."""
+def chosen_verb(argv: Sequence[str]) -> str | None:
+    """The verb ``argv`` names: its first word that is not an option (None: no verb).
+
+    >>> chosen_verb(["--verbose", "kernels", "--op", "range"])
+    'kernels'
+    >>> chosen_verb(["--help"]) is None
+    True
+    """
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(options_of: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every verb (each verb's parser is an :class:`ArgumentParser` too).
+
+    With ``options_of``, only those verbs' options are added (every verb keeps its name and help):
+    what its options need (the catalog, the formats, ml_dtypes) is imported only for the verb
+    the user named, so that ``--help``, ``--version`` and a usage error answer at once.
+    """
     parser = ArgumentParser(
         prog="precision-explorer",
         description=_fill(
@@ -385,8 +402,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--verbose", action="store_true", help=_VERBOSE_HELP)
+    parser.add_argument(
+        "-V",
+        "--version",
+        action="store_true",
+        help="print the version and exit (with --verbose, the frameworks' versions too)",
+    )
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    verbs.required = True
     for module in _verb_modules():
         sub = verbs.add_parser(
             module.VERB,
@@ -400,7 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
             ),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        module.add_arguments(sub)
+        if options_of is None or module.VERB in options_of:
+            module.add_arguments(sub)
         # after the verb too; SUPPRESS: an absent one leaves the value given before the verb
         sub.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP)
         sub.set_defaults(_run=module.run)
@@ -458,29 +481,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input, with a one-line message).
 
     Bad values of options make argparse exit (``SystemExit(2)``, one error line: see
-    :class:`ArgumentParser`); bad input found by a verb (a ValueError, TypeError or OSError
-    such as a missing file) prints ``precision-explorer VERB: error: ...`` and returns 2.  A closed stdout
-    (``| head``) returns 141 quietly, Ctrl-C returns 130; any other exception is a bug
-    and propagates.  The verb runs inside :func:`framework_logging` (quiet unless
-    ``--verbose``).
+    :class:`ArgumentParser`); bad input found by a verb (a ValueError, or an OSError such as
+    a missing file) prints ``precision-explorer VERB: error: ...`` and returns 2.  A closed stdout
+    (``| head``) returns 141 quietly, Ctrl-C returns 130; any other exception is a bug:
+    one line saying so and where its traceback is (:func:`report_bug`), status 70.
+    ``--version`` prints the version; no verb prints the help.  The verb runs inside
+    :func:`framework_logging` (quiet unless ``--verbose``).
     """
+    words = list(sys.argv[1:] if argv is None else argv)
     try:
+        verb = chosen_verb(words)
+        parser = build_parser({verb} if verb else set())
         try:
-            args = build_parser().parse_args(argv)
+            args = parser.parse_args(words)
         except SystemExit:
             sys.stdout.flush()  # --help's text: a closed pipe shows up here, inside the try
             raise
+        if args.version:
+            print(version_text(args.verbose))
+            return 0
+        if args.verb is None:  # no verb: the short help, as git and pip do
+            parser.print_help()
+            return 0 if not words else 2
         try:
             with framework_logging(verbose=args.verbose):
                 status = int(args._run(args) or 0)
         except BrokenPipeError:  # an OSError, but not bad input: handled below
             raise
-        except (ValueError, TypeError, OSError) as exc:  # OSError: a user's path (FileNotFoundError, ...)
+        except (ValueError, OSError) as exc:  # OSError: a user's path (FileNotFoundError, ...)
             print(
                 f"precision-explorer {args.verb}: error: {safe_text(exc) or type(exc).__name__}",
                 file=sys.stderr,
             )
             return 2
+        except Exception as exc:  # anything else is a bug of ours, not the user's input
+            return report_bug(args.verb, exc, verbose=args.verbose)
         sys.stdout.flush()  # a closed pipe shows up here, inside the try
         return status
     except BrokenPipeError:
@@ -489,6 +524,64 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+#: exit status of an internal error (a bug): EX_SOFTWARE of sysexits.h
+EXIT_BUG = 70
+
+
+def report_bug(verb: str, exc: BaseException, verbose: bool = False) -> int:
+    """Say that ``exc`` is a bug (one line on stderr) and where its traceback is; returns
+    :data:`EXIT_BUG`.  With ``verbose`` the traceback is printed too; it is always written to
+    a file of its own in the temporary directory, named in the line.
+
+    >>> import contextlib, io
+    >>> err = io.StringIO()
+    >>> with contextlib.redirect_stderr(err):
+    ...     status = report_bug("demo", TypeError("boom"))
+    >>> status, err.getvalue().startswith("precision-explorer demo: internal error (a bug")
+    (70, True)
+    """
+    import tempfile
+    import traceback
+
+    trace = "".join(traceback.format_exception(exc))
+    with tempfile.NamedTemporaryFile(
+        "w", prefix="precision-explorer-bug-", suffix=".txt", delete=False, encoding="utf-8"
+    ) as file:
+        file.write(trace)
+    if verbose:
+        sys.stderr.write(trace)
+    print(
+        f"precision-explorer {verb}: internal error (a bug, not your input): "
+        f"{type(exc).__name__}: {safe_text(exc)[:200]}; traceback in {file.name}",
+        file=sys.stderr,
+    )
+    return EXIT_BUG
+
+
+#: the distributions ``--version --verbose`` reports (read from their metadata: nothing imported)
+VERSION_PACKAGES = ("numpy", "ml_dtypes", "tensorflow", "keras", "torch", "jax", "jaxlib", "onnxruntime")
+
+
+def version_text(verbose: bool = False) -> str:
+    """``precision-explorer VERSION``; with ``verbose`` a line per framework (installed or not).
+
+    >>> version_text().split()[0]
+    'precision-explorer'
+    """
+    from importlib import metadata
+
+    text = f"precision-explorer {metadata.version('precision-explorer')}"
+    if not verbose:
+        return text
+    lines = [text, f"Python {sys.version.split()[0]}"]
+    for name in VERSION_PACKAGES:
+        try:
+            lines.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            lines.append(f"{name} not installed")
+    return "\n".join(lines)
 
 
 def _stdout_to_devnull() -> None:

@@ -88,6 +88,7 @@ def exit_status_epilog(
       0    answered
       1    answered, and the answer is a failure: the snapshots differ
       2    usage: a bad option, value or name (one line on stderr); nothing was run
+      70   internal error, a bug (one line on stderr naming the traceback's file)
       130  interrupted; 141: stdout closed early (| head)
     """
     pad = " " * 7
@@ -96,6 +97,7 @@ def exit_status_epilog(
         lines.append(fill(f"answered, and the answer is a failure: {exit_1}", "  1    ", pad))
     usage = "usage: a bad option, value or name (one line on stderr); nothing was run"
     lines.append(fill(usage, "  2    ", pad))
+    lines.append("  70   internal error, a bug (one line on stderr naming the traceback's file)")
     lines.append("  130  interrupted; 141: stdout closed early (| head)")
     if other:
         lines.append(fill(other, "  else ", pad))

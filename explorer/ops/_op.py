@@ -142,6 +142,10 @@ def op_names(group: str | None = None) -> list[str]:
     return [n for n, op in _CATALOG.items() if group is None or op.group == group]
 
 
+#: the most close matches an unknown name's error suggests
+MAX_SUGGESTIONS = 5
+
+
 def get_op(name: str | Op) -> Op:
     """The op called ``name``; a ValueError names the closest ones otherwise.
 
@@ -157,9 +161,13 @@ def get_op(name: str | Op) -> Op:
     key = name.strip().lower()
     if key in _CATALOG:
         return _CATALOG[key]
-    close = difflib.get_close_matches(key, list(_CATALOG), n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "."
-    raise ValueError(f"unknown op {name!r}{hint} Valid ops: {', '.join(_CATALOG)}")
+    close = difflib.get_close_matches(key, list(_CATALOG), n=MAX_SUGGESTIONS, cutoff=0.6)
+    if close:  # a typo: the suggestions, not the whole catalog
+        raise ValueError(
+            f"unknown op {name!r}; did you mean {', '.join(repr(c) for c in close)}? "
+            f"Valid ops: {len(_CATALOG)} in the catalog, listed by explorer.catalog()"
+        )
+    raise ValueError(f"unknown op {name!r}. Valid ops: {', '.join(_CATALOG)}")
 
 
 def find_by_raw_op(raw_op: str) -> list[Op]:
