@@ -161,6 +161,8 @@ def sweep_probes(
     with probe_cache.open_store() as store:
         wanted = {p.key for p in probes}
         stored = store.load(env_key, wanted) if use_cache and probes else {}
+        # a timeout says how busy the machine was, not what the op does: never served, run again
+        stored = {k: r for k, r in stored.items() if r.get("status") != Status.TIMEOUT.value}
         out.records.update(stored)
         installed = {b: get_backend(b).is_installed() for b in {p.backend for p in probes}}
         todo = list({p.key: p for p in probes if p.key not in out.records}.values())

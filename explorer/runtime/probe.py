@@ -240,6 +240,16 @@ def probe_in_worker(probe: Probe, seed: int, places: dict[str, list[tuple[str, s
     return probe_record(probe, seed, _PRESENT[probe.backend], places.get(probe.key))
 
 
+def machine_conditions() -> str:
+    """The machine's state when a run timed out, as words: `` at load 16.2 on 2 cores``.
+
+    >>> machine_conditions().startswith(" at load ")
+    True
+    """
+    cores = os.cpu_count() or 1
+    return f" at load {os.getloadavg()[0]:.1f} on {cores} core{'s' if cores > 1 else ''}"
+
+
 def failure_record(status: Status, error: str) -> dict[str, Any]:
     """The record of a probe that did not run: its worker died or hung, or its backend is missing."""
     record = {
@@ -366,10 +376,13 @@ def _record_of(result: ItemResult, probe_timeout: float) -> dict[str, Any]:
         return record
     if isinstance(error, SandboxTimeout) and not error.during:
         return failure_record(
-            Status.TIMEOUT, f"the probe did not finish within {probe_timeout:g} s; its worker was replaced"
+            Status.TIMEOUT,
+            f"the probe did not finish within {probe_timeout:g} s{machine_conditions()}; its worker was "
+            "replaced (a condition of this run, not the op's status: it is run again on the next ask; "
+            "a longer --timeout gives it more time)",
         )
     if isinstance(error, SandboxTimeout):  # the worker's setup (the framework import) hung
-        return failure_record(Status.TIMEOUT, str(error))
+        return failure_record(Status.TIMEOUT, f"{error}{machine_conditions()}")
     if isinstance(error, SandboxCrash):
         return failure_record(Status.CRASHED, str(error))
     notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", []))  # the worker's traceback
