@@ -50,9 +50,10 @@ def _verb_parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def _usage_errors() -> list[tuple[str, list[str]]]:
-    """(verb, argv) refused by argparse: for every verb an unknown option and, for each of its
-    options that takes a value, that option without one and with a value no check takes."""
-    cases: list[tuple[str, list[str]]] = [("", []), ("", ["nosuchverb"]), ("", ["--nosuch"])]
+    """(verb, argv) refused by argparse (no arguments at all print the help: test_validation):
+    for every verb an unknown option and, for each of its options that takes a value, that option
+    without one and with a value no check takes."""
+    cases: list[tuple[str, list[str]]] = [("", ["nosuchverb"]), ("", ["--nosuch"]), ("", ["--verbose"])]
     for verb, sub in sorted(_verb_parsers().items()):
         # lab and app: --dry-run, so that a case argparse took would print, not start a server
         start = [verb, "--dry-run"] if verb in ("lab", "app") else [verb]

@@ -63,7 +63,15 @@ def test_set_up_says_what_a_newcomer_needs_before_the_first_command(capsys) -> N
     assert "opens that page in your browser" in setup and "`--no-browser`" in setup
     # the CPU build of the torch the test extra pins
     (pin,) = [r for r in project["optional-dependencies"]["test"] if re.match(r"torch\b", r)]
-    assert f"`python -m pip install {pin} --index-url https://download.pytorch.org/whl/cpu`" in setup
+    cpu_build = f"`python -m pip install {pin} --index-url https://download.pytorch.org/whl/cpu`"
+    assert cpu_build in setup
+    # issue 40: clone, cd and a virtual environment first; the CUDA note before the command it concerns
+    assert "`git clone " in setup and "&& cd precision-explorer`" in setup
+    assert "`python -m venv .venv && . .venv/bin/activate`" in setup
+    assert (
+        setup.index(cpu_build) < setup.index(commands[1])
+        and "CUDA build" in setup[: setup.index(commands[1])]
+    )
     # what .ci/run installs for the browser and JupyterHub tests
     ci = (root / ".ci" / "run").read_text(encoding="utf-8")
     npm = re.search(r"npm install -g (?:--\S+ )*(.+)$", ci, flags=re.M)

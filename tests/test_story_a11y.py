@@ -132,6 +132,8 @@ def to_the_top(page: Any) -> None:
 
 
 def test_keyboard_reaches_the_tabs_at_once_with_a_visible_ring(page: Any) -> None:
+    open_tab(page, "Kernels")  # the page as loaded, whatever an earlier test left selected
+    to_the_top(page)
     focused = reach_the_tab_bar(page, "1400")
     assert focused["text"] == "Kernels"
     page.keyboard.press("ArrowRight")
@@ -276,6 +278,7 @@ def test_training_results_read_as_numbers_and_words(page: Any) -> None:
 
 def test_the_1024_viewport_keeps_the_keyboard_path_and_alignment(page: Any) -> None:
     page.set_viewport_size(VIEWPORTS[1])
+    open_tab(page, "Training")  # the tab the keyboard path is read on, whatever came before
     to_the_top(page)
     focused = reach_the_tab_bar(page, "1024")
     assert focused["text"] == "Training"

@@ -500,9 +500,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.version:
             print(version_text(args.verbose))
             return 0
-        if args.verb is None:  # no verb: the short help, as git and pip do
+        if args.verb is None and not words:  # nothing at all: the short help, as git and pip do
             parser.print_help()
-            return 0 if not words else 2
+            return 0
+        if args.verb is None:
+            parser.error("a VERB is required")
         try:
             with framework_logging(verbose=args.verbose):
                 status = int(args._run(args) or 0)
