@@ -331,6 +331,7 @@ def test_identical_curves_stay_visible_and_are_named() -> None:
     assert shown == [1.0], f"one epoch, one whole-epoch tick: {shown}"
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_histogram_legend_stays_clear_of_the_format_bands() -> None:
     """In the live figure, the gradient histogram's legend box overlaps none of the format bands
     (float16's included), measured on the drawn figure in display coordinates."""

@@ -190,6 +190,7 @@ def _mpmath_ulp_errors(x: np.ndarray, y: np.ndarray, name: str) -> np.ndarray:
     return np.array(out)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
 def test_ulp_error_of_exp_matches_mpmath_and_is_at_most_half_when_correctly_rounded(name: str) -> None:
     acc = accuracy("exp", name, ("numpy", "emulated") if name == "float16" else ("emulated",))

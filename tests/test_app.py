@@ -168,6 +168,7 @@ def test_every_widget_has_a_stable_css_class(app: Any) -> None:
 # ------------------------------------------------------------------------------------- newcomer controls
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_each_tab_shows_exactly_the_controls_of_its_fields(app: Any) -> None:
     from explorer.app.main import _tab_classes
 
@@ -209,6 +210,7 @@ def test_dtype_and_backend_toggles_need_no_modifier_key(app: Any) -> None:
     assert "px-dtype-float8_e4m3fn" in c.dtypes.buttons["float8_e4m3fn"]._dom_classes
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_find_op_selects_its_match(app: Any) -> None:
     from explorer.ops import catalog
 
@@ -253,6 +255,7 @@ def _dtype_of(name: str) -> Any:
     return np.dtype(np.float16) if name == "float16" else np.dtype(getattr(ml_dtypes, name))
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_ranges_shows_one_panel_per_selected_dtype_with_its_own_limits(app: Any) -> None:
     dtypes = ["float16", "bfloat16", "float8_e4m3fn"]
     app.state.set(op="exp", dtypes=dtypes)
@@ -344,6 +347,7 @@ def test_readable_numbers_keep_the_exact_value_on_hover() -> None:
     assert 'title="a &quot;reason&quot;"' in numbers.cell_html(None, 'a "reason"')
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_bits_tab_shows_missing_values_one_way_and_exponents_as_integers(app: Any) -> None:
     app.state.set(dtypes=["float16", "float8_e4m3fn"], value="1000")
     markup = html_of(app.select("bits").details)
@@ -421,6 +425,7 @@ def test_tabs_render_lazily_when_selected(app: Any) -> None:
     assert not bits.dirty and bits.render_count == 1
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_bits_tab_agrees_with_ml_dtypes(app: Any) -> None:
     app.state.set(dtypes=["float16", "bfloat16", "float8_e4m3fn"], value="0.1")
     tab = app.select("bits")
@@ -466,6 +471,7 @@ def test_errors_are_shown_as_a_readable_message(app: Any, monkeypatch: pytest.Mo
     assert "Traceback" not in tab.status.value
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_figure_export_png_and_svg(app: Any, tmp_path: Path) -> None:
     tab = app.tabs["ranges"]
     assert tab.export("png").startswith(b"\x89PNG")
@@ -499,6 +505,7 @@ def test_kernels_tab_shows_the_registry_before_tensorflow_loads(app: Any) -> Non
             assert got == [truth.declared("Cholesky", dtype, device)], (dtype, device, got)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_kernels_heatmap_cells_match_a_separate_reading_of_the_registry(app: Any) -> None:
     """Every cell of the interactive heatmap (colour, glyph, hover text) against the registry read
     by tests/support/registry_oracle.py; CPU and GPU columns side by side, GPU cells marked declared."""
@@ -556,6 +563,7 @@ def test_kernels_heatmap_cells_match_a_separate_reading_of_the_registry(app: Any
     assert tab.export("png").startswith(b"\x89PNG") and b"<svg" in tab.export("svg")[:2000]
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_kernels_heatmap_follows_each_op_and_dtypes_change(app: Any, monkeypatch: Any) -> None:
     """Op and dtypes changed several times: after each change every heatmap label sits on the cells
     it names, and each cell's colour, glyph and hover text are those of ``availability()``'s rows

@@ -36,6 +36,7 @@ def _outside_folds(markup: str) -> str:
     return re.sub(r"<details.*?</details>", "", markup, flags=re.S)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_switching_op_never_shows_the_earlier_ops_results(app: Any, monkeypatch: Any) -> None:
     import explorer.app.accuracy_tab as accuracy_tab
 

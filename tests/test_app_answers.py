@@ -87,6 +87,7 @@ def installed_tensorflow() -> str:
 # ------------------------------------------------------------------------------- (1) answers
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.parametrize(
     ("op", "raw_op", "attr", "dtype", "device"),
     [
@@ -138,6 +139,7 @@ def test_kernels_answer_follows_the_selection_and_never_lingers(app: Any) -> Non
     assert len(answers_of(tab)) == 2  # the selected device only
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_ranges_answer_names_the_first_overflowing_input(app: Any) -> None:
     app.state.set(op="exp", dtypes=["float16"], backends=["emulated"])
     (sentence,) = answers_of(app.select("ranges"))
@@ -187,6 +189,7 @@ def test_implementation_notes_are_in_the_environment_tab_only(app: Any) -> None:
     assert "Kernels needs TensorFlow" not in env.details.value  # it reads the shipped registry
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_glossary_explains_every_term_of_the_issue_and_each_use_links_to_it(app: Any) -> None:
     glossary = app.glossary.value
     ids = set(re.findall(r"<dt id='([^']+)'", glossary))
@@ -296,6 +299,7 @@ def test_backends_are_hidden_in_mode_registry_and_opinfo_has_its_own_switch(app:
 # ------------------------------------------------------------------------------- (6) no stale results
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_a_slow_render_never_shows_the_earlier_selections_result(app: Any, monkeypatch: Any) -> None:
     import time
 
@@ -435,6 +439,7 @@ def test_training_results_table_has_readable_numbers_and_no_none(app: Any) -> No
     assert "0.30324396084655414" in markup  # the exact value stays, as hover text
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_training_histogram_legend_leaves_the_float16_band_clear() -> None:
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -45,6 +45,7 @@ def test_the_tab_shows_the_verbs_numbers_and_a_histogram(tab: Any, capsys: Any) 
     assert f'<span title="{verb["flushed"]!r}">' in shown[4]
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_the_controls_redraw_and_an_empty_selection_says_so(tab: Any) -> None:
     count = tab.render_count
     tab.formats["mxint8"].value = True

@@ -218,6 +218,7 @@ def _unlinked_uses(markup: str, glossary_ids: set[str]) -> tuple[list[str], dict
     return bad, reachable
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_every_use_of_a_term_in_every_tab_links_to_the_glossary(app: Any) -> None:
     glossary_ids = set(re.findall(r"<dt id='([^']+)'", app.glossary.value))
     assert len(glossary_ids) >= len(TERM_WORDS)
@@ -247,6 +248,7 @@ def test_every_use_of_a_term_in_every_tab_links_to_the_glossary(app: Any) -> Non
 # ------------------------------------------------------------------------------- (8) Find op
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_find_op_hides_internal_raw_ops_and_gives_the_full_list_back(app: Any) -> None:
     import gzip
     import json
@@ -274,6 +276,7 @@ def test_find_op_hides_internal_raw_ops_and_gives_the_full_list_back(app: Any) -
 # ------------------------------------------------------------------------------- (13) wordings
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_bits_writes_a_stored_value_alike_in_table_and_sentence(app: Any) -> None:
     app.state.set(value="0.1", dtypes=["float8_e4m3fn", "float16"])
     tab = app.select("bits")

@@ -175,6 +175,7 @@ def test_a_speed_measurement_says_its_progress_and_can_be_cancelled_between_cell
     assert tab.speed.rows() is None
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_a_real_tiny_measurement_on_numpy(probed_tab: Any, tmp_path: Path) -> None:
     """The real query (numpy cast only, tiny timing budget): float32's cell is 1x exactly, the
     others carry the ratio the query returned, coloured by its band."""

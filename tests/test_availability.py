@@ -308,6 +308,7 @@ def test_a_fault_loses_only_the_probe_it_happened_in(fault: str, status: str, er
     assert arrived == [(p.key, out[p.key]["status"]) for p in NUMPY_PROBES]  # each as it came, in order
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_run_probes_reports_each_record_as_it_arrives_and_leaves_no_temporary_files() -> None:
     import glob
     import os

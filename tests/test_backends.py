@@ -243,6 +243,7 @@ def assert_within(
     )
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.parametrize(("backend", "fmt_name", "op_name"), _cases())
 def test_elementwise_within_ulp_bound(backend, fmt_name, op_name):
     op, fmt = get_op(op_name), resolve(fmt_name)
@@ -402,6 +403,7 @@ def test_failures_are_outcomes_not_exceptions():
         assert get_backend("tensorflow").run("exp", "float32", device="GPU").status is Status.NO_DEVICE
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_torch_reports_not_installed_when_absent():
     torch_backend = get_backend("torch")
     if importlib.util.find_spec("torch") is not None:

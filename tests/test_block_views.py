@@ -143,6 +143,7 @@ def _rms_relative(pairs: list[tuple[np.ndarray, np.ndarray]]) -> float:
     return float(np.sqrt(np.mean(rel**2)))
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_model_check_weights_and_activations_against_the_oracles(gfloat: Any) -> None:
     """A JAX function: each layer's weights (its params) and each op's float32 activation
     quantized by the oracles (gfloat's MX rounding; the NVFP4 reading), RMS of the relative

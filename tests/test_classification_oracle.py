@@ -77,6 +77,7 @@ def _same_values(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray((a == b) | (np.isnan(a) & np.isnan(b)))
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("op", OPS)
 def test_classification_of_every_input_matches_the_oracle(op: str, fmt: str, oracle: Any) -> None:

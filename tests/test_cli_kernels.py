@@ -79,6 +79,7 @@ def _check_registry_row(r: dict, orc: Oracle, raw: str) -> None:
         assert _kernel_list(r["explanation"], "float16 kernels exist only for ") == others
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_seed_case_json(capsys, orc: Oracle) -> None:  # type: ignore[no-untyped-def]
     rows = _json(capsys, "--op", "range", "--dtype", "float16", "--device", "CPU", "--backend", "tensorflow")
     assert rows and all(tuple(r) == ROW_KEYS for r in rows)
@@ -185,6 +186,7 @@ def test_raw_op_without_catalog_entry(capsys) -> None:  # type: ignore[no-untype
     assert rows and {r["mode"] for r in rows} == {"registry"} and {r["raw_op"] for r in rows} == {raw}
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_gpu_rows_without_a_gpu(capsys) -> None:  # type: ignore[no-untyped-def]
     from explorer.runtime.sandbox import default_sandbox, warm_backend
 
@@ -200,6 +202,7 @@ def test_gpu_rows_without_a_gpu(capsys) -> None:  # type: ignore[no-untyped-def]
     assert run_rows and all(r["status"] == "no_device" for r in run_rows)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_save_load_diff(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
     a = tmp_path / "a.json"
     assert main(["kernels", "--op", "exp", "--dtype", "float16", "--backend", "numpy", "--save", str(a)]) == 0

@@ -671,6 +671,7 @@ def test_cli_bad_input_gives_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     capsys.readouterr()
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_cli_in_a_subprocess_from_stdin() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "explorer", "explain", "--no-run", "--json"],
@@ -698,6 +699,7 @@ def _html(tab: Any) -> str:
     return str(tab.details.value)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_app_tab_explains_the_original_error() -> None:
     require_tensorflow()
     import explorer

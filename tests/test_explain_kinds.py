@@ -477,6 +477,7 @@ _FRAGMENTS = [p.looks_like[:60] for p in PATTERNS] + [
 ]
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=3000))
 def test_no_text_makes_the_parser_raise(text: str) -> None:

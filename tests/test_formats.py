@@ -214,6 +214,7 @@ def test_decode_tf32_nan_patterns_quietly():
     assert np.isnan(decode(np.array([0x3FC01, 0x3FE00]), "tf32")).all()
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.parametrize("name", oracles.SPECS)
 def test_the_oracle_roundings_agree(name: str):
     """The oracle's vectorised float64 rounding and its integer rounding are one rule."""

@@ -5,9 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("tensorflow", "torch", "keras", "matplotlib.pyplot", "ipywidgets", "jax")
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_import_explorer_imports_no_framework():
     code = (
         "import sys, explorer, explorer.ops, explorer.backends, explorer.runtime.sandbox, explorer.cli;"
@@ -17,6 +20,7 @@ def test_import_explorer_imports_no_framework():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_python_m_explorer_runs():
     out = subprocess.run(
         [sys.executable, "-m", "explorer", "formats", "half", "--json"],

@@ -193,6 +193,7 @@ def test_each_attendee_gets_their_own_app_and_idle_servers_are_culled(browser: A
         bob.close()
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_config_refuses_to_load_without_a_password_or_as_root_unasked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

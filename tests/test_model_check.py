@@ -559,6 +559,7 @@ def main_err(capsys: Any, path: Path) -> str:
     return str(capsys.readouterr().err)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_a_model_failing_in_float32_offers_no_keep_float32_workaround() -> None:
     require_module("torch")
     import torch

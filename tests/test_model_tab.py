@@ -95,6 +95,7 @@ def _direct_maxima() -> dict[str, float]:
     return seen
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_tab_says_it_checks_in_the_background_then_shows_the_first_problem(overflow_tab: Any) -> None:
     app, tab, shown = overflow_tab
     running = [s for s in shown if "px-msg-loading" in s]
@@ -158,6 +159,7 @@ def test_picking_an_op_shows_its_kernels_and_the_workaround(overflow_tab: Any) -
     assert "PyTorch: no release history" in tab.op_details.value
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_app_checks_the_users_own_module_when_shown() -> None:
     require_module("torch")
     import torch

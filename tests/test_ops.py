@@ -141,6 +141,7 @@ def _traced_raw_ops(tf, op: Op, dtype) -> set[str]:
     return found
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_raw_ops_are_what_tensorflow_builds(tf):
     """tf_raw_ops equals the kernels in the traced graph (float32 and, where the op's
     signature takes it, float16: casts appear only there)."""

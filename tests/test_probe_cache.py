@@ -139,6 +139,7 @@ def forge(cache: Path, probe_key: str, text: str, env_key: str | None = None) ->
 # ------------------------------------------------------------------ nothing probed is lost
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_no_cache_probes_again_and_keeps_the_other_records(
     reg: Registry, cache: Path, truth: dict[str, str]
 ) -> None:
@@ -219,6 +220,7 @@ def test_a_sweep_interrupted_after_some_probes_keeps_them(
     assert statuses(resumed) == expected(truth)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_a_sweep_killed_with_sigkill_keeps_what_finished(cache: Path, truth: dict[str, str]) -> None:
     script = textwrap.dedent(
         f"""

@@ -153,6 +153,7 @@ def test_eager_probes_execute_the_kernel(tf: Any, backend: Any, name: str, dtype
 # ---------------------------------------------------------------- where it failed
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_an_op_xla_has_no_kernel_for_fails_while_compiling(tf: Any, backend: Any) -> None:
     """tf.linalg.det (MatrixDeterminant has no XLA kernel): the graph builds, XLA refuses it."""
     x = tf.constant(get_op("det").inputs(0)[0], tf.float32)
@@ -193,6 +194,7 @@ def test_a_kernel_that_raises_while_running(tf: Any, backend: Any) -> None:
     assert "not invertible" in outcome.error
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_range_float16_literal_fails_in_its_shape_function_with_or_without_xla(tf: Any) -> None:
     """tf.range(12, dtype=tf.float16) inside a tf.function: Range's shape function (run while the
     graph is built, on the constant inputs) raises, with jit_compile and without; eagerly it runs."""
@@ -216,6 +218,7 @@ def test_range_float16_literal_fails_in_its_shape_function_with_or_without_xla(t
     assert "rejected the dtype when run" not in sentence
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.parametrize(
     ("name", "dtype"),
     [("range", "float16"), ("range", "float32"), ("det", "float32"), ("exp", "bfloat16"),
@@ -254,6 +257,7 @@ def test_jax_and_tensorflow_probes_each_get_two_workers_on_two_cores(monkeypatch
     assert probe.probe_workers("jax") == 3 and probe.probe_workers("numpy") == 1
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_jax_probes_run_in_their_own_workers_started_with_the_jax_probe_flags(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -283,6 +287,7 @@ def test_jax_probes_run_in_their_own_workers_started_with_the_jax_probe_flags(
         box.close()
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_an_xla_probe_runs_what_it_compiles_so_a_wrong_result_is_seen(tf: Any) -> None:
     """svd in float16 lowers to HLO, but compiled and run it returns NaN (TensorFlow 2.21, CPU):
     a probe that stopped at the lowering would call the cell ``ok``.  The probe's record is

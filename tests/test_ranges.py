@@ -343,6 +343,7 @@ def test_cli_ranges_json_shape() -> None:
     assert all(set(r) >= {"kind", "lo", "hi"} for r in data["regions"])
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_plots_are_pure_figures() -> None:
     import subprocess
     import sys

@@ -6,9 +6,12 @@ import doctest
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_readme_python_examples_print_what_they_say() -> None:
     blocks = re.findall(r"```pycon\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
     assert len(blocks) >= 2, "the README lost its Python examples"

@@ -87,6 +87,7 @@ def test_data_attribute_of_every_op_matches_the_oracle(reg: Registry, orc: Oracl
         assert orc.data_attr(op) == attr == reg.op(op).data_attr
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_declared_matches_the_oracle_on_every_cell(reg: Registry, orc: Oracle) -> None:
     """The full cross product: every op with a float type attribute x every float dtype x CPU, GPU,
     XLA_CPU_JIT, XLA_GPU_JIT (49,040 cells with TensorFlow 2.21)."""
@@ -106,6 +107,7 @@ def test_declared_matches_the_oracle_on_every_cell(reg: Registry, orc: Oracle) -
     assert sum(cells[c] == "no_kernel" for c in default_on_xla) > 1000
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_the_matrix_matches_the_oracle(reg: Registry, orc: Oracle) -> None:
     frame = reg.matrix(device_types=list(COMPUTE_DEVICE_TYPES))
     assert list(frame.columns) == ["op", "data_attr", "dtype", "device_type", "status"]
@@ -222,6 +224,7 @@ def test_live_run_decides_what_default_kernels_serve(op: str, orc: Oracle, reg: 
     assert compiled or f"No registered '{op}' OpKernel for XLA_CPU_JIT devices" in error
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_live_reader_reads_what_the_oracle_reads(orc: Oracle) -> None:
     """``read_registry_data`` (TF_GetAllOpList, explorer's dtype names and float list) against the oracle."""
     from explorer.backends.tensorflow_registry import read_registry_data

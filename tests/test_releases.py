@@ -42,6 +42,7 @@ from tests.support.shipped_registries import CASES, DATA_DIR, expected_status, r
 # ---------------------------------------------------------------- the package data itself
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_the_index_lists_every_file_with_its_sha256_and_size() -> None:
     index = shipped_registries.index()
     listed = {entry["file"] for entry in index["releases"]}
@@ -77,6 +78,7 @@ def test_an_unknown_release_is_refused_with_the_shipped_ones() -> None:
         release_registry("1.15.0")
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.parametrize("release", ["oldest", "newest"])
 def test_a_one_op_registry_answers_like_the_full_registry(release: str) -> None:
     shipped = shipped_releases()
@@ -121,6 +123,7 @@ def test_live_the_installed_release_file_equals_the_live_registry(live: dict[str
         assert shipped[key] == live[key], key
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_live_the_shipped_registry_answers_like_the_live_one_over_the_full_matrix(
     live: dict[str, Any],
 ) -> None:
@@ -135,6 +138,7 @@ def test_live_the_shipped_registry_answers_like_the_live_one_over_the_full_matri
 # ---------------------------------------------------------------- the cases
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.parametrize(("op", "attr", "dtype", "device"), CASES, ids=["-".join(c) for c in CASES])
 def test_history_matches_the_minimal_reader(op: str, attr: str, dtype: str, device: str) -> None:
     got = history(op, dtype, device)
@@ -255,6 +259,7 @@ def test_changes_keeps_the_releases_where_the_status_changed() -> None:
     assert changes(entries[:1]) == [] and changes([]) == []
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_history_does_not_import_tensorflow() -> None:
     code = (
         "import sys; from explorer.analysis.releases import history; "

@@ -70,6 +70,7 @@ def test_worker_is_reused_and_exceptions_propagate(sandbox):
     assert sandbox.call("faults", faults.pid, timeout=60) in pids  # an exception keeps the worker
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_run_probes_a_backend_in_its_worker(sandbox):
     outcome = sandbox.run("numpy", "exp", "half")
     assert outcome.status is Status.OK
@@ -110,6 +111,7 @@ def test_map_hang_costs_only_its_item(sandbox):
     assert 6 <= elapsed < 60  # the hang cost its time limit, not the batch's (generous sanity bound)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_map_crash_costs_only_its_item(sandbox):
     results = sandbox.map("faults", faults.behave, ["a", "segfault", "b"], 60)
     assert results[0].ok and results[2].ok and not results[1].ok
@@ -137,6 +139,7 @@ def test_map_reports_each_result_while_the_batch_runs(sandbox, tmp_path):
     assert results[1].value[0] == ("found", str(flag))
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_map_setup_runs_in_every_worker_it_starts(sandbox):
     setup = functools.partial(faults.set_env, "PX_FAULT_MARK", "set up")
     results = sandbox.map("faults", faults.behave, ["a", "segfault", "b"], 60, setup=setup)
@@ -186,6 +189,7 @@ def test_interrupted_call_never_delivers_its_answer(sandbox, tmp_path):
     assert sandbox.replaced[-1] == ("faults", "call interrupted by KeyboardInterrupt")
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_map_stopped_by_its_callback_delivers_nothing_more(sandbox):
     seen: list[ItemResult] = []
 
@@ -274,6 +278,7 @@ def _driver(code: str, **kwargs) -> subprocess.Popen:  # type: ignore[no-untyped
     )
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_probes_that_print_or_exit_leave_the_callers_json_and_exit_status_alone():
     driver = _driver(
         """
@@ -303,6 +308,7 @@ def test_probes_that_print_or_exit_leave_the_callers_json_and_exit_status_alone(
     assert "chatter" not in err
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_kernels_json_is_valid_json(tmp_path):
     args = ["kernels", "--op", "exp", "--backend", "numpy", "--mode", "eager", "--json", "--no-cache"]
     driver = subprocess.run(
@@ -338,6 +344,7 @@ def _running(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_worker_dies_with_its_parent():
     driver = _driver(
@@ -366,6 +373,7 @@ def test_worker_dies_with_its_parent():
     assert not _running(worker)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_worker_outlives_the_thread_that_started_it(sandbox):
     pids: list[int] = []
     starter = threading.Thread(target=lambda: pids.append(sandbox.call("faults", faults.pid, timeout=60)))

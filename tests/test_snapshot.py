@@ -405,6 +405,7 @@ def test_random_values_in_snapshot_positions_only_raise_value_error(
     _load_only_value_error(path)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cut=st.integers(min_value=0, max_value=2000), byte=st.integers(0, 255), junk=st.binary(max_size=20))
 def test_damaged_bytes_only_raise_value_error(tmp_path: Path, cut: int, byte: int, junk: bytes) -> None:
@@ -490,6 +491,7 @@ def test_repeated_rows_are_dropped_with_one_warning(tmp_path: Path) -> None:
     assert len(record) == 1 and list(result.rows["op"]) == ["cholesky", "exp"]
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_diff_of_repeated_rows_is_proportional_to_the_inputs(tmp_path: Path) -> None:
     a = _write(tmp_path / "a.json", _document([_row()] * 3000))
     b = _write(tmp_path / "b.json", _document([_row(status="crashed")] * 3000))

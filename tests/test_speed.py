@@ -88,6 +88,7 @@ def test_ratio_and_slow() -> None:
         summarize([float("nan")])
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_speed_query_through_the_workers_gives_ratios_to_float32() -> None:
     from explorer.queries.speed import speed
 

@@ -211,6 +211,7 @@ def test_the_store_keeps_at_most_max_entries(tmp_path: Path, monkeypatch: pytest
     assert kept is not None and kept.result is not None and kept.result.tolist() == [4.0]
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_workers_of_the_whole_machine_share_the_slots(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -168,6 +168,7 @@ def test_loss_scale_halves_on_nonfinite_gradient_and_grows_after_clean_steps(ker
     assert not isinstance(plain, keras.optimizers.LossScaleOptimizer)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_training_records_the_optimizers_loss_scale_and_skips() -> None:
     # an initial scale of 2**22 overflows float16 gradients (max 65504): Keras halves it
     r = train(policy="mixed_float16", initial_scale=2.0**22, dynamic_growth_steps=1000, **SMALL)
@@ -187,6 +188,7 @@ def test_training_records_the_optimizers_loss_scale_and_skips() -> None:
 # ------------------------------------------------------------------ real runs
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16", "mixed_bfloat16"])
 def test_loss_falls_under_float32_and_mixed_policies(policy) -> None:
     r = train(policy=policy, epochs=3, max_train_samples=512)
@@ -198,6 +200,7 @@ def test_loss_falls_under_float32_and_mixed_policies(policy) -> None:
     assert not r.cancelled and len(r.steps) == r.total_steps == 24
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_records_stream_in_order_with_progress_and_histograms() -> None:
     seen: list = []
     progress: list[tuple[int, int]] = []
@@ -218,6 +221,7 @@ def test_records_stream_in_order_with_progress_and_histograms() -> None:
     assert r.steps[0].grad_zero_fraction == pytest.approx(hists[0].zero_count / n_params)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_runs_are_deterministic_for_a_seed() -> None:
     a = train(policy="float32", **SMALL)
     b = train(policy="float32", **SMALL)
@@ -251,6 +255,7 @@ def test_cancel_stops_between_steps() -> None:
     assert job.records and isinstance(job.records[0], StepRecord)
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_cnn_trains_under_mixed_float16() -> None:
     r = train(policy="mixed_float16", model="cnn", epochs=2, max_train_samples=512)
     assert r.compute_dtype == "float16"
@@ -363,6 +368,7 @@ def _help_keys(said: str) -> tuple[set[str], dict[str, set[str]]]:
     return top, nested
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_keras_callbacks_get_the_hooks_and_can_stop_the_run(keras) -> None:
     batches: list = []
     epochs: list = []

@@ -275,6 +275,7 @@ def test_help_imports_nothing_heavy() -> None:
     assert out.strip().splitlines()[-1] == "HEAVY []", out
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 @pytest.mark.parametrize(("argv", "codes"), [(["formats"], {141}), (["--help"], {0, 141})])
 def test_closed_stdout_exits_quietly(argv: list[str], codes: set[int]) -> None:
     """``precision-explorer formats | head``: the reader is gone before anything is written."""

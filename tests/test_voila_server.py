@@ -398,6 +398,7 @@ def test_the_default_is_a_pool_of_one_warm_kernel(
     )
 
 
+@pytest.mark.slow  # over a second (the fast tier: python -m pytest -m "not slow")
 def test_voila_parses_the_app_command_without_a_deprecation_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
