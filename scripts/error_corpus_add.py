@@ -8,6 +8,7 @@ heldout.jsonl when ``int(sha1(url + text[:200]).hexdigest(), 16) % 2 == 1``,
 else to dev.jsonl.  Stdlib only.
 
     python scripts/error_corpus_add.py < entry.json
+    python scripts/error_corpus_add.py --counts    # texts per source and half
 """
 
 from __future__ import annotations
@@ -221,10 +222,28 @@ def add(new: list[dict]) -> list[tuple[str, str]]:
     return [(e["id"], half) for e, half in placed]
 
 
+def counts_table() -> str:
+    """Return a Markdown table of the number of texts per source in each half."""
+    per: dict[str, list[int]] = {source: [0, 0] for source in SOURCES}
+    for index, name in enumerate(HALVES):
+        path = CORPUS_DIR / name
+        lines = path.read_text("utf-8").splitlines() if path.exists() else []
+        for line in lines:
+            per[json.loads(line)["source"]][index] += 1
+    rows = ["| source | dev | heldout | total |", "| --- | ---: | ---: | ---: |"]
+    rows += [f"| {s} | {d} | {h} | {d + h} |" for s, (d, h) in per.items()]
+    dev, held = (sum(v[i] for v in per.values()) for i in (0, 1))
+    rows.append(f"| **all** | {dev} | {held} | {dev + held} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: validate and append the entries read from stdin."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.parse_args(argv)
+    parser.add_argument("--counts", action="store_true", help="print texts per source and half")
+    if parser.parse_args(argv).counts:
+        print(counts_table())
+        return 0
     for ident, half in add(_read_stdin(sys.stdin.read())):
         print(f"{ident} -> {half}")
     return 0

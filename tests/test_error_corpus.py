@@ -12,8 +12,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 CORPUS = Path(__file__).parent / "data" / "error_corpus"
 SOURCES = {
     "pytorch-float8",
@@ -99,8 +97,8 @@ def _rows(name: str) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
-# At least 150 texts once collection is done (issue 34 item 5); lower while it runs.
-MIN_TEXTS = 30
+# Issue 34 item 5 asks for at least 150 real texts.
+MIN_TEXTS = 150
 DEV = _rows("dev.jsonl")
 HELDOUT = _rows("heldout.jsonl")
 ALL = DEV + HELDOUT
@@ -155,9 +153,9 @@ def _schema_problems(row: dict) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("row", ALL, ids=[r["id"] for r in ALL])
-def test_row_follows_schema(row: dict) -> None:
-    assert _schema_problems(row) == []
+def test_every_row_follows_schema() -> None:
+    problems = {r["id"]: _schema_problems(r) for r in ALL}
+    assert {ident: bad for ident, bad in problems.items() if bad} == {}
 
 
 def test_rows_sit_in_the_half_the_sha1_rule_gives() -> None:
@@ -175,7 +173,7 @@ def test_corpus_is_large_unique_and_covers_every_source() -> None:
     assert len(ids) == len(set(ids))
     texts = [r["text"] for r in ALL]
     assert len(texts) == len(set(texts))
-    assert {r["source"] for r in ALL} <= SOURCES  # == SOURCES once collection is done
+    assert {r["source"] for r in ALL} == SOURCES
 
 
 def test_schema_check_rejects_broken_rows() -> None:
