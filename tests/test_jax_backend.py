@@ -296,7 +296,9 @@ def test_tolerances_are_far_above_each_formats_precision():
 
 def test_shapes_integers_and_discontinuous_ops():
     assert wrong_result_reason(np.zeros(3, np.float16), np.zeros(4), F16).startswith("shape (3,)")
-    assert wrong_result_reason(np.array([7], np.int32), np.array([1.0]), F16) == ""
+    # an integer output is compared exactly: 7 for 1 is wrong, 1 for 1 is right
+    assert wrong_result_reason(np.array([7], np.int32), np.array([1.0]), F16).startswith("differs from")
+    assert wrong_result_reason(np.array([1], np.int32), np.array([1.0]), F16) == ""
     assert set(catalog()) >= DISCONTINUOUS
     assert wrong_result_reason(np.array([2.0], np.float16), np.array([3.0]), F16, numeric=False) == ""
 
@@ -312,8 +314,10 @@ def test_judge_marks_a_wrong_run_loudly_and_keeps_the_rest():
     assert judged.extra["ran_as"] == "fallback" and judged.result is garbage.result
     failed = Outcome(Status.NO_KERNEL, error="no kernel")
     assert judge(failed, op, x, F16) is failed
-    argmax = Outcome(Status.OK, np.array([5]), "CPU")
+    argmax = Outcome(Status.OK, np.array([0]), "CPU")
     assert judge(argmax, get_op("argmax"), (np.ones((1, 4)),), F16) is argmax
+    off = judge(Outcome(Status.OK, np.array([3]), "CPU"), get_op("argmax"), (np.ones((1, 4)),), F16)
+    assert off.status is Status.WRONG_RESULT and "differs from the exact reference" in off.detail
 
 
 def test_judge_passes_every_numpy_and_emulated_result():
