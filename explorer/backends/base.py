@@ -73,6 +73,8 @@ class Backend(ABC):
     name: str = ""
     #: the modes of :data:`MODES` this backend runs in (:meth:`run` refuses the others)
     modes: tuple[str, ...] = ("eager",)
+    #: the command that installs the framework ("" where no hint is kept here)
+    install_hint: str = ""
 
     @abstractmethod
     def is_installed(self) -> bool:
@@ -93,6 +95,19 @@ class Backend(ABC):
     @abstractmethod
     def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         """Run ``op`` on inputs (float64) in ``fmt``; the checks are already done."""
+
+    def declared(self, op_name: str, dtype: str, device: str) -> dict[str, str] | None:
+        """What the framework's own declaration (its kernel registry) says for catalog op
+        ``op_name`` in ``dtype`` on ``device``: ``status`` (a :class:`Status` value), ``raw_op``
+        (the framework's op names it read) and ``explanation`` (one sentence); None where it
+        declares nothing for the cell.  By default a backend declares nothing.
+        """
+        return None
+
+    def declared_disagreement(self, declared: str, record: dict[str, Any]) -> str:
+        """Why probe ``record`` (``status``, ``detail`` ...) disagrees with the ``declared`` status
+        of its cell; ``""`` when they agree.  By default they agree."""
+        return ""
 
     def _probe(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         """Whether ``op`` runs (``Backend.run(..., execute=False)``); by default it is run."""
