@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
 
+from explorer.backends.cast_behaviour import CastBehaviour, measure
 from explorer.backends.silent import judge
 from explorer.formats import Format, resolve
 from explorer.ops import Op, get_op
@@ -108,6 +110,36 @@ class Backend(ABC):
         """Why probe ``record`` (``status``, ``detail`` ...) disagrees with the ``declared`` status
         of its cell; ``""`` when they agree.  By default they agree."""
         return ""
+
+    def cast_values(self, values: np.ndarray, fmt: Format) -> tuple[np.ndarray, str] | None:
+        """``values`` (float64) cast to ``fmt`` by the framework's own cast, read back as float64,
+        and a note (what else was measured, or ""); None where the backend has no such cast
+        (not installed, no dtype for the format, or no cast written here)."""
+        return None
+
+    def cast_behaviour(self, fmt: Any) -> CastBehaviour | None:
+        """What this backend's cast to ``fmt`` does above its max, for inf, and below its
+        smallest subnormal (:func:`explorer.backends.cast_behaviour.measure`), measured at the
+        first call for the format and kept; None where the backend has no cast to ``fmt``."""
+        fmt = resolve(fmt)
+        cache: dict[str, CastBehaviour | None] = self.__dict__.setdefault("_cast_behaviours", {})
+        if fmt.name not in cache:
+            notes: list[str] = []
+
+            def cast(values: np.ndarray) -> np.ndarray:
+                done = self.cast_values(values, fmt)
+                if done is None:
+                    raise LookupError(fmt.name)
+                notes.append(done[1])
+                return done[0]
+
+            try:
+                cache[fmt.name] = None if fmt.name == "float64" else measure(fmt, cast)
+            except Exception:  # no cast to the format here, or the framework's cast raised
+                cache[fmt.name] = None
+            if notes and notes[0] and cache[fmt.name] is not None:
+                cache[fmt.name] = dataclasses.replace(cache[fmt.name], note=notes[0])  # type: ignore[type-var]
+        return cache[fmt.name]
 
     def _probe(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         """Whether ``op`` runs (``Backend.run(..., execute=False)``); by default it is run."""

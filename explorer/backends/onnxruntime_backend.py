@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from explorer.backends.base import Backend
-from explorer.backends.onnxruntime_graphs import ONNX_CALLS, OPSET, OnnxCall, build_model
+from explorer.backends.onnxruntime_graphs import IR_VERSION, ONNX_CALLS, OPSET, OnnxCall, build_model
 from explorer.backends.silent import held_in
 from explorer.formats import Format, resolve
 from explorer.ops import Op
@@ -260,13 +260,15 @@ _NUMPY_OF = {t: name for name, t in REGISTRY_TYPES.items()}
 
 def _fetch(value: Any) -> np.ndarray:
     """An output OrtValue as a NumPy array (formats NumPy lacks read from their bits)."""
-    try:
+    fmt_name = _NUMPY_OF.get(value.data_type())
+    if fmt_name is None or fmt_name in ("float16", "float32", "float64"):
         return np.asarray(value.numpy())
-    except (RuntimeError, TypeError):  # "No corresponding Numpy type for Tensor Type. bfloat16"
-        dtype = resolve(_NUMPY_OF[value.data_type()]).storage_dtype
-        size = int(value.tensor_size_in_bytes())
-        raw = bytes((ctypes.c_uint8 * size).from_address(value.data_ptr()))
-        return np.frombuffer(raw, dtype=dtype).reshape(value.shape()).copy()
+    # NumPy has no such dtype: onnxruntime refuses ("No corresponding Numpy type for Tensor Type.
+    # bfloat16") or hands back the bits as uint8 (float8e4m3fn); the bits are read as ml_dtypes'
+    dtype = resolve(fmt_name).storage_dtype
+    size = int(value.tensor_size_in_bytes())
+    raw = bytes((ctypes.c_uint8 * size).from_address(value.data_ptr()))
+    return np.frombuffer(raw, dtype=dtype).reshape(value.shape()).copy()
 
 
 # ---------------------------------------------------------------- the backend
@@ -338,6 +340,27 @@ class OnnxruntimeBackend(Backend):
         refuses the type."""
         return disagreement(declared, record.get("status", ""), record.get("detail", ""))
 
+    def cast_values(self, values: np.ndarray, fmt: Format) -> tuple[np.ndarray, str] | None:
+        """ONNX's ``Cast`` (opset :data:`OPSET`, its default ``saturate=1`` for float8) from
+        float64 on the CPU provider; the note says what ``saturate=0`` gives where the format
+        takes that attribute (float8)."""
+        if not self.is_installed() or not self.supports_format(fmt) or fmt.name in PACKED:
+            return None
+        try:
+            cast = _cast_with(values, fmt, None)
+        except Exception:  # no Cast kernel for the type (float8e8m0 in some releases)
+            return None
+        note = ""
+        if fmt.name.startswith("float8"):
+            try:
+                unsaturated = _cast_with(values, fmt, 0)
+                note = "with saturate=0: " + ", ".join(
+                    f"{v:.6g} -> {g:.6g}" for v, g in zip(values, unsaturated, strict=True) if v > fmt.max
+                )
+            except Exception as exc:  # the attribute refused
+                note = f"saturate=0 refused: {str(exc).splitlines()[0][:200]}"
+        return cast, note
+
     def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         call = ONNX_CALLS.get(op.name)
         if call is None:
@@ -402,6 +425,30 @@ def disagreement(declared: str, status: str, detail: str) -> str:
     if declared == Status.UNSUPPORTED_DTYPE.value and status != declared:
         return f"ONNX's schema refuses the type, but the probe's status is {status}"
     return ""
+
+
+def _cast_with(values: np.ndarray, fmt: Format, saturate: int | None) -> np.ndarray:
+    """``values`` through a one-node Cast model (float64 -> ``fmt``), read back as float64."""
+    import onnx
+    from onnx import helper
+
+    ort = import_onnxruntime()
+    attrs: dict[str, Any] = {"to": _elem(fmt.name)}
+    if saturate is not None:
+        attrs["saturate"] = saturate
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], **attrs)],
+        "px_cast",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.DOUBLE, None)],
+        [helper.make_tensor_value_info("y", _elem(fmt.name), None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=[PROVIDERS["CPU"]])
+    (out,) = session.run_with_ort_values(["y"], {"x": ort.OrtValue.ortvalue_from_numpy(values)})
+    return _fetch(out).astype(np.float64)
 
 
 def _failed(exc: BaseException, run: bool = False) -> Outcome:
