@@ -373,6 +373,7 @@ EXPECTED_MODES = {
     "emulated": ("eager",),
     "torch": ("eager", "compile"),
     "jax": ("eager", "xla"),
+    "onnxruntime": ("eager",),
 }
 
 

@@ -271,3 +271,19 @@ def test_kernels_query_and_cli_have_onnxruntime(ort, capsys):
     assert (probed["disagreement"] == "").all()
     assert main(["kernels", "--backend", "onnxruntime", "--op", "exp", "--dtype", "bfloat16"]) == 0
     assert "Could not find an implementation for Exp(13)" in capsys.readouterr().out
+
+
+def test_without_onnxruntime_a_run_says_how_to_install_it(monkeypatch):
+    """No onnxruntime importable: not_installed, with the extra that installs it."""
+    import importlib.util
+
+    from explorer.backends.onnxruntime_backend import OnnxruntimeBackend
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "onnxruntime" else real(n, *a)
+    )
+    out = OnnxruntimeBackend().run("exp", "float32")
+    assert out.status is Status.NOT_INSTALLED
+    assert out.error == 'onnxruntime is not installed (install it: python -m pip install -e ".[onnx]")'
+    assert OnnxruntimeBackend().declared("exp", "float32", "CPU") is None

@@ -178,7 +178,8 @@ class Backend(ABC):
             raise ValueError(f"op {op.name} takes {op.arity} inputs, got {len(inputs)}")
         extra = {"backend": self.name, "mode": mode}
         if not self.is_installed():
-            return Outcome(Status.NOT_INSTALLED, error=f"{self.name} is not installed", extra=extra)
+            hint = f" (install it: {self.install_hint})" if self.install_hint else ""
+            return Outcome(Status.NOT_INSTALLED, error=f"{self.name} is not installed{hint}", extra=extra)
         if device not in self.devices():
             return Outcome(
                 Status.NO_DEVICE,
