@@ -287,3 +287,20 @@ def test_without_onnxruntime_a_run_says_how_to_install_it(monkeypatch):
     assert out.status is Status.NOT_INSTALLED
     assert out.error == 'onnxruntime is not installed (install it: python -m pip install -e ".[onnx]")'
     assert OnnxruntimeBackend().declared("exp", "float32", "CPU") is None
+
+
+def test_the_timed_call_returns_what_a_run_returns(ort):
+    """The speed measurement's call (session built once) gives the run's result, and the speed
+    runtime finds it through the backend (no table of its own for onnxruntime)."""
+    from explorer.formats import resolve
+    from explorer.ops import get_op
+    from explorer.runtime.speed_calls import prepared_call
+
+    op, fmt = get_op("matmul"), resolve("float32")
+    inputs = op.inputs(0)
+    with prepared_call("onnxruntime", op, fmt, "CPU", "eager", inputs) as call:
+        timed = call()
+    ran = get_backend("onnxruntime").run("matmul", "float32")
+    assert np.array_equal(timed, ran.result)
+    with pytest.raises(ValueError, match="no one-node model of cholesky"):
+        get_backend("onnxruntime").timed_call(get_op("cholesky"), fmt, "CPU", "eager", ())

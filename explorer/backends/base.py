@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -110,6 +111,16 @@ class Backend(ABC):
         """Why probe ``record`` (``status``, ``detail`` ...) disagrees with the ``declared`` status
         of its cell; ``""`` when they agree.  By default they agree."""
         return ""
+
+    def timed_call(
+        self, op: Op, fmt: Format, device: str, mode: str, inputs: tuple[np.ndarray, ...]
+    ) -> Callable[[], Any] | None:
+        """A call without arguments that runs ``op`` once on ``inputs`` in ``fmt`` and returns its
+        output when the device is done, everything else prepared beforehand (what the speed
+        measurements time); exceptions of a failed run propagate from it.  None where the
+        backend keeps no timed call of its own (:mod:`explorer.runtime.speed_calls` has the
+        older backends')."""
+        return None
 
     def cast_values(self, values: np.ndarray, fmt: Format) -> tuple[np.ndarray, str] | None:
         """``values`` (float64) cast to ``fmt`` by the framework's own cast, read back as float64,

@@ -35,6 +35,7 @@ import importlib.metadata
 import importlib.util
 import re
 import tempfile
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -360,6 +361,32 @@ class OnnxruntimeBackend(Backend):
             except Exception as exc:  # the attribute refused
                 note = f"saturate=0 refused: {str(exc).splitlines()[0][:200]}"
         return cast, note
+
+    def timed_call(
+        self, op: Op, fmt: Format, device: str, mode: str, inputs: tuple[np.ndarray, ...]
+    ) -> Callable[[], Any] | None:
+        """The op's session, built once, and its inputs fed once; the call runs the session and
+        reads the output back as NumPy.  A model that does not load raises here."""
+        call = ONNX_CALLS.get(op.name)
+        if call is None or not self.supports_format(fmt) or fmt.name in PACKED:
+            raise ValueError(f"onnxruntime has no one-node model of {op.name} in {fmt.name}")
+        ort = import_onnxruntime()
+        model = build_model(call, _elem(fmt.name), op.arity, lambda v: held_in(fmt, v))
+        options = ort.SessionOptions()
+        options.log_severity_level = 4
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=[PROVIDERS[device]])
+        layouts = call.before + (None,) * (op.arity - len(call.before))
+        feeds = {
+            f"x{i}": _feed(ort, held_in(fmt, x if f is None else f(x)), fmt)
+            for i, (x, f) in enumerate(zip(inputs, layouts, strict=True))
+        }
+
+        def run() -> Any:
+            (out,) = session.run_with_ort_values(["y"], feeds)
+            return _fetch(out)
+
+        return run
 
     def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         call = ONNX_CALLS.get(op.name)
