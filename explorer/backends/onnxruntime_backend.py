@@ -266,6 +266,8 @@ def _fetch(value: Any) -> np.ndarray:
         return np.asarray(value.numpy())
     # NumPy has no such dtype: onnxruntime refuses ("No corresponding Numpy type for Tensor Type.
     # bfloat16") or hands back the bits as uint8 (float8e4m3fn); the bits are read as ml_dtypes'
+    if value.device_name().lower() != "cpu":
+        raise ValueError(f"a {fmt_name} output on {value.device_name()} is not read by the explorer")
     dtype = resolve(fmt_name).storage_dtype
     size = int(value.tensor_size_in_bytes())
     raw = bytes((ctypes.c_uint8 * size).from_address(value.data_ptr()))
@@ -310,13 +312,15 @@ class OnnxruntimeBackend(Backend):
             return False
         import onnx
 
-        return hasattr(onnx.TensorProto, ONNX_TYPES[fmt.name])  # FLOAT8E8M0 came in onnx 1.18
+        return hasattr(onnx.TensorProto, ONNX_TYPES[fmt.name])  # older onnx lacks FLOAT8E8M0
 
     def declared(self, op_name: str, dtype: str, device: str) -> dict[str, str] | None:
         """The kernel registry's answer for the op's ONNX node at :data:`OPSET` (None when the
         op has no ONNX node, the format no ONNX type, or onnxruntime is not installed)."""
         if not self.is_installed() or device not in PROVIDERS:
             return None
+        if not any(provider == PROVIDERS[device] for _, provider in _kernel_index()):
+            return None  # the wheel has no kernels for that provider (a CPU wheel and the GPU)
         call = ONNX_CALLS.get(op_name)
         status = declared_for_op(op_name, dtype, device)
         if call is None or status is None:
