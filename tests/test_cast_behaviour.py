@@ -106,7 +106,7 @@ def test_the_words_follow_the_values():
 
 
 def test_query_and_views_say_where_backends_disagree(monkeypatch, capsys):
-    """The query (workers replaced by in-process calls), the CLI's ``formats --casts`` and the
+    """The query (any worker replaced by an in-process call), the CLI's ``formats --casts`` and the
     Ranges tab's table name torch's saturation and ml_dtypes' NaN, and say they disagree."""
     require_module("torch")
     from explorer.app.ranges_tab import casts_table_html

@@ -136,23 +136,28 @@ class RangesTab(Tab):
 
     def casts_html(self, dtype: str) -> str:
         """What each selected backend's cast to ``dtype`` does above its max, for inf and below its
-        smallest subnormal (measured in the backends' workers, in the background: the tab redraws
-        when the measurement arrives), and where the backends disagree."""
+        smallest subnormal, and where the backends disagree.  Measured where the sweeps run each
+        backend: here at once, or, when one runs in a worker (TensorFlow), in the background (the
+        tab redraws when the measurement arrives)."""
         from explorer.formats import resolve
 
         if resolve(dtype).name == "float64":
             return ""
+        from explorer.queries.cast_behaviour import cast_behaviours, measured_in_workers
+
         key = ("casts", dtype, self.state.backends)
+        backends = list(self.state.backends)
+        if not measured_in_workers(backends, dtype):  # measured here, as the sweeps run them: no wait
+            return casts_table_html(
+                dtype, self.ctx.cache.get(key, lambda: cast_behaviours([dtype], backends))
+            )
         rows = self.ctx.cache.peek(key)
         if rows is None:
             failure = self.ctx.background.failure(key)
             if failure:
                 return message_html(f"Casts to {dtype} could not be measured: {failure}", "info")
-            backends = list(self.state.backends)
 
             def measure() -> None:
-                from explorer.queries.cast_behaviour import cast_behaviours
-
                 found = cast_behaviours([dtype], backends=backends)
                 self.ctx.cache.get(key, lambda: found)
 

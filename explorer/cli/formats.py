@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--casts",
         action="store_true",
         help="measure what each installed backend's cast to each format does above its max, for inf "
-        "and below its smallest subnormal (runs every framework, in its own worker: seconds)",
+        "and below its smallest subnormal (imports every framework, TensorFlow in a worker: seconds)",
     )
     add_json_argument(parser)
 

@@ -52,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--casts",
         action="store_true",
         help="without --op: also measure what each installed backend's cast to the format does "
-        "above its max, for inf and below its smallest subnormal (runs every framework: seconds)",
+        "above its max, for inf and below its smallest subnormal (imports every framework, "
+        "TensorFlow in a worker: seconds)",
     )
     add_json_argument(parser)
 

@@ -4,8 +4,9 @@ backends disagree.
 The format table (:attr:`~explorer.formats.Format.overflow`) says what a format reserves for an
 overflow; a framework's cast need not do that: PyTorch's cast to ``float8_e4m3fn`` saturates to
 448 where ml_dtypes gives NaN, and ONNX's ``Cast`` saturates every float8 format by default.
-Each backend's behaviour is measured by casting (:mod:`explorer.backends.cast_behaviour`), in the
-backend's own sandbox worker (:mod:`explorer.runtime.cast_measure`): ``cast_behaviours(
+Each backend's behaviour is measured by casting (:mod:`explorer.backends.cast_behaviour`), where
+the range sweeps run that backend (:mod:`explorer.runtime.cast_measure`: TensorFlow in its worker,
+the others here): ``cast_behaviours(
 ["float8_e4m3fn"], backends=["emulated"])`` gives one row whose ``above_max`` and ``inf`` are
 ``nan`` (``tests/test_cast_behaviour.py`` runs it, beside torch's ``saturate``).
 """
@@ -50,12 +51,14 @@ def cast_behaviours(
     ``backends`` defaults to every installed backend; names are checked first."""
     from explorer.backends import get_backend, installed_backends
     from explorer.formats import resolve
-    from explorer.runtime.cast_measure import measured
+    from explorer.runtime.cast_measure import in_worker, measured
 
     names = [resolve(f).name for f in formats]
     chosen = [get_backend(b).name for b in backends] if backends is not None else installed_backends()
-    with ThreadPoolExecutor(max_workers=max(1, len(chosen))) as pool:  # one worker per backend
-        each = dict(zip(chosen, pool.map(lambda b: measured(b, names, sandbox), chosen), strict=True))
+    remote = [b for b in chosen if sandbox is not None or in_worker(b)]
+    with ThreadPoolExecutor(max_workers=max(1, len(remote))) as pool:  # the workers at once
+        each = dict(zip(remote, pool.map(lambda b: measured(b, names, sandbox), remote), strict=True))
+    each.update({b: measured(b, names) for b in chosen if b not in each})  # here, one by one
     rows = []
     for name in names:
         for backend in chosen:
@@ -78,6 +81,18 @@ def gives(row: dict[str, Any]) -> str:
     return ", ".join(
         f"{x:.6g} -> {y:.6g}" for x, y in zip(row["inputs"], row["outputs"], strict=True) if x > top
     )
+
+
+def measured_in_workers(backends: list[str] | tuple[str, ...], fmt: str) -> bool:
+    """Whether measuring ``backends``' casts to ``fmt`` waits for a worker process (the view
+    should not wait): some backend is measured in a worker, and was not measured yet.
+
+    >>> measured_in_workers(["numpy", "emulated"], "float16")
+    False
+    """
+    from explorer.runtime.cast_measure import in_worker, known
+
+    return any(in_worker(b) and not known(b, fmt) for b in backends)
 
 
 def disagreement(rows: list[dict[str, Any]], fmt: str) -> str:
