@@ -374,6 +374,7 @@ EXPECTED_MODES = {
     "emulated": ("eager",),
     "torch": ("eager", "compile"),
     "jax": ("eager", "xla"),
+    "onnxruntime": ("eager",),
 }
 
 

@@ -92,7 +92,7 @@ def test_every_verb_takes_the_shared_flags_it_claims(verb: str) -> None:
 HELP_WORDS = {
     "--op": "catalog name (exp, add, qr, cholesky; any case)",
     "--dtype": "format name or alias (float16, half, bf16, e4m3, fp4, ...)",
-    "--backend": "numpy, tensorflow, emulated, torch or jax (aliases: np, tf, ml_dtypes)",
+    "--backend": "numpy, tensorflow, emulated, torch, jax or onnxruntime (aliases: np, tf, ml_dtypes, ort)",
     "--device": "CPU or GPU",
 }
 

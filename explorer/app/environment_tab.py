@@ -19,7 +19,7 @@ from explorer.app.tab import Tab
 #: ``ctx.background`` topic of device lists that arrived from a worker
 ENV_TOPIC = "environment"
 #: backends whose devices are asked of a worker process (their frameworks are heavy imports)
-WORKER_DEVICE_BACKENDS: tuple[str, ...] = ("tensorflow", "torch", "jax")
+WORKER_DEVICE_BACKENDS: tuple[str, ...] = ("tensorflow", "torch", "jax", "onnxruntime")
 
 #: Distributions whose versions the tab lists.
 PACKAGES: tuple[str, ...] = (
@@ -29,6 +29,8 @@ PACKAGES: tuple[str, ...] = (
     "keras",
     "torch",
     "jax",
+    "onnxruntime",
+    "onnx",
     "scipy",
     "pandas",
     "matplotlib",

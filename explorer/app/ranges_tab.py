@@ -64,7 +64,7 @@ class RangesTab(Tab):
         op = elementwise_op(state.op)
         if op is None:
             self.show_cached_figure(("lines", state.dtypes), lambda: ranges_figure(lines), "number lines")
-            self.show_html("")
+            self.show_html("".join(self.casts_html(d) for d in shown_dtypes(state.dtypes)[0]))
             self.show_message(
                 f"{state.op} is not an elementwise op, so only the formats' number lines are shown; "
                 "pick an elementwise op (exp, square, add, mul, …) for op-aware regions.",
@@ -79,7 +79,7 @@ class RangesTab(Tab):
         if len(panels) == 1:
             panel = panels[0]
             self.show_cached_figure(panel.key, panel.build, "ranges")
-            self.show_html(format_heading(dtypes[0]) + panel.details)
+            self.show_html(format_heading(dtypes[0]) + self.casts_html(dtypes[0]) + panel.details)
         else:
             self.show_panels(panels, "ranges")
             self.show_html("")
@@ -114,7 +114,7 @@ class RangesTab(Tab):
                 dtype,
                 ("unary", dtype, op.name, backends),
                 lambda: ranges_figure(line, regions, title),
-                format_heading(dtype),
+                format_heading(dtype) + self.casts_html(dtype),
                 details,
             )
         first = next((b for b, r in sweep.runs.items() if r.ran), None)
@@ -133,6 +133,68 @@ class RangesTab(Tab):
             format_heading(dtype),
             numbers.table_html([{"backend": first, **bmap.counts()}]),
         )
+
+    def casts_html(self, dtype: str) -> str:
+        """What each selected backend's cast to ``dtype`` does above its max, for inf and below its
+        smallest subnormal, and where the backends disagree.  Measured where the sweeps run each
+        backend: here at once, or, when one runs in a worker (TensorFlow), in the background (the
+        tab redraws when the measurement arrives)."""
+        from explorer.formats import resolve
+
+        if resolve(dtype).name == "float64":
+            return ""
+        from explorer.queries.cast_behaviour import cast_behaviours, measured_in_workers
+
+        key = ("casts", dtype, self.state.backends)
+        backends = list(self.state.backends)
+        if not measured_in_workers(backends, dtype):  # measured here, as the sweeps run them: no wait
+            return casts_table_html(
+                dtype, self.ctx.cache.get(key, lambda: cast_behaviours([dtype], backends))
+            )
+        rows = self.ctx.cache.peek(key)
+        if rows is None:
+            failure = self.ctx.background.failure(key)
+            if failure:
+                return message_html(f"Casts to {dtype} could not be measured: {failure}", "info")
+
+            def measure() -> None:
+                found = cast_behaviours([dtype], backends=backends)
+                self.ctx.cache.get(key, lambda: found)
+
+            self.ctx.background.start(key, measure, self.key)
+            return message_html(
+                f"Casts to {dtype}: being measured in each selected backend's worker…", "info"
+            )
+        return casts_table_html(dtype, rows)
+
+
+def casts_table_html(dtype: str, rows: list[dict[str, Any]]) -> str:
+    """The measured casts to ``dtype`` (one row per backend) and the backends' disagreement."""
+    from explorer.queries.cast_behaviour import WORDS, disagreement
+
+    if not rows:
+        return message_html(f"No selected backend has a cast to {dtype}.", "info")
+    table = numbers.table_html(
+        [
+            {
+                "backend": r["backend"],
+                "above max": numbers.Markup(numbers.text_html(r["above_max"], WORDS.get(r["above_max"], ""))),
+                "inf": numbers.Markup(numbers.text_html(r["inf"], WORDS.get(r["inf"], ""))),
+                "below smallest subnormal": numbers.Markup(
+                    numbers.text_html(r["below_subnormal"], WORDS.get(r["below_subnormal"], ""))
+                ),
+                "gives": r["gives"],
+            }
+            for r in rows
+        ],
+        css_class="px-table px-fit",
+    )
+    differ = disagreement(rows, dtype)
+    return (
+        f"<h4>Casts to {html.escape(dtype)} (measured: each backend's own cast)</h4>"
+        + table
+        + (message_html(differ, "warning") if differ else "")
+    )
 
 
 def format_heading(dtype: str) -> str:

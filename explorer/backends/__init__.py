@@ -13,10 +13,11 @@ from explorer.backends.base import DEVICE_TYPES, MODES, Backend, check_mode, nor
 from explorer.backends.emulated import EmulatedBackend
 from explorer.backends.jax_backend import JaxBackend
 from explorer.backends.numpy_backend import NumpyBackend
+from explorer.backends.onnxruntime_backend import OnnxruntimeBackend
 from explorer.backends.tensorflow_backend import TensorflowBackend
 from explorer.backends.torch_backend import TorchBackend
 
-BACKEND_NAMES: tuple[str, ...] = ("tensorflow", "numpy", "emulated", "torch", "jax")
+BACKEND_NAMES: tuple[str, ...] = ("tensorflow", "numpy", "emulated", "torch", "jax", "onnxruntime")
 
 _CLASSES: dict[str, type[Backend]] = {
     "tensorflow": TensorflowBackend,
@@ -24,6 +25,7 @@ _CLASSES: dict[str, type[Backend]] = {
     "emulated": EmulatedBackend,
     "torch": TorchBackend,
     "jax": JaxBackend,
+    "onnxruntime": OnnxruntimeBackend,
 }
 _INSTANCES: dict[str, Backend] = {}
 
@@ -35,7 +37,13 @@ def get_backend(name: str | Backend) -> Backend:
     if not isinstance(name, str):
         raise TypeError(f"backend name must be a string, got {type(name).__name__}")
     key = name.strip().lower()
-    key = {"tf": "tensorflow", "np": "numpy", "ml_dtypes": "emulated", "pytorch": "torch"}.get(key, key)
+    key = {
+        "tf": "tensorflow",
+        "np": "numpy",
+        "ml_dtypes": "emulated",
+        "pytorch": "torch",
+        "ort": "onnxruntime",
+    }.get(key, key)
     if key not in _CLASSES:
         close = difflib.get_close_matches(key, list(_CLASSES), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else "."

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from explorer.backends.cast_behaviour import CastBehaviour, measure
 from explorer.backends.silent import judge
 from explorer.formats import Format, resolve
 from explorer.ops import Op, get_op
@@ -73,6 +76,8 @@ class Backend(ABC):
     name: str = ""
     #: the modes of :data:`MODES` this backend runs in (:meth:`run` refuses the others)
     modes: tuple[str, ...] = ("eager",)
+    #: the command that installs the framework ("" where no hint is kept here)
+    install_hint: str = ""
 
     @abstractmethod
     def is_installed(self) -> bool:
@@ -93,6 +98,59 @@ class Backend(ABC):
     @abstractmethod
     def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         """Run ``op`` on inputs (float64) in ``fmt``; the checks are already done."""
+
+    def declared(self, op_name: str, dtype: str, device: str) -> dict[str, str] | None:
+        """What the framework's own declaration (its kernel registry) says for catalog op
+        ``op_name`` in ``dtype`` on ``device``: ``status`` (a :class:`Status` value), ``raw_op``
+        (the framework's op names it read) and ``explanation`` (one sentence); None where it
+        declares nothing for the cell.  By default a backend declares nothing.
+        """
+        return None
+
+    def declared_disagreement(self, declared: str, record: dict[str, Any]) -> str:
+        """Why probe ``record`` (``status``, ``detail`` ...) disagrees with the ``declared`` status
+        of its cell; ``""`` when they agree.  By default they agree."""
+        return ""
+
+    def timed_call(
+        self, op: Op, fmt: Format, device: str, mode: str, inputs: tuple[np.ndarray, ...]
+    ) -> Callable[[], Any] | None:
+        """A call without arguments that runs ``op`` once on ``inputs`` in ``fmt`` and returns its
+        output when the device is done, everything else prepared beforehand (what the speed
+        measurements time); exceptions of a failed run propagate from it.  None where the
+        backend keeps no timed call of its own (:mod:`explorer.runtime.speed_calls` has the
+        older backends')."""
+        return None
+
+    def cast_values(self, values: np.ndarray, fmt: Format) -> tuple[np.ndarray, str] | None:
+        """``values`` (float64) cast to ``fmt`` by the framework's own cast, read back as float64,
+        and a note (what else was measured, or ""); None where the backend has no such cast
+        (not installed, no dtype for the format, or no cast written here)."""
+        return None
+
+    def cast_behaviour(self, fmt: Any) -> CastBehaviour | None:
+        """What this backend's cast to ``fmt`` does above its max, for inf, and below its
+        smallest subnormal (:func:`explorer.backends.cast_behaviour.measure`), measured at the
+        first call for the format and kept; None where the backend has no cast to ``fmt``."""
+        fmt = resolve(fmt)
+        cache: dict[str, CastBehaviour | None] = self.__dict__.setdefault("_cast_behaviours", {})
+        if fmt.name not in cache:
+            notes: list[str] = []
+
+            def cast(values: np.ndarray) -> np.ndarray:
+                done = self.cast_values(values, fmt)
+                if done is None:
+                    raise LookupError(fmt.name)
+                notes.append(done[1])
+                return done[0]
+
+            try:
+                cache[fmt.name] = None if fmt.name == "float64" else measure(fmt, cast)
+            except Exception:  # no cast to the format here, or the framework's cast raised
+                cache[fmt.name] = None
+            if notes and notes[0] and cache[fmt.name] is not None:
+                cache[fmt.name] = dataclasses.replace(cache[fmt.name], note=notes[0])  # type: ignore[type-var]
+        return cache[fmt.name]
 
     def _probe(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         """Whether ``op`` runs (``Backend.run(..., execute=False)``); by default it is run."""
@@ -131,7 +189,8 @@ class Backend(ABC):
             raise ValueError(f"op {op.name} takes {op.arity} inputs, got {len(inputs)}")
         extra = {"backend": self.name, "mode": mode}
         if not self.is_installed():
-            return Outcome(Status.NOT_INSTALLED, error=f"{self.name} is not installed", extra=extra)
+            hint = f" (install it: {self.install_hint})" if self.install_hint else ""
+            return Outcome(Status.NOT_INSTALLED, error=f"{self.name} is not installed{hint}", extra=extra)
         if device not in self.devices():
             return Outcome(
                 Status.NO_DEVICE,

@@ -48,6 +48,14 @@ class EmulatedBackend(Backend):
     def supports_format(self, fmt: Format) -> bool:
         return True
 
+    def cast_values(self, values: np.ndarray, fmt: Format) -> tuple[np.ndarray, str] | None:
+        """The format's rounding (:meth:`~explorer.formats.Format.round`: ml_dtypes' ``astype``,
+        in one step from float64), as every emulated op's inputs and results are rounded."""
+        if not self.supports_format(fmt):
+            return None
+        with np.errstate(over="ignore", invalid="ignore"):
+            return fmt.round(values).astype(np.float64), ""
+
     def compute_op(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format) -> np.ndarray:
         """The op's result in ``fmt`` (storage dtype) for inputs given in any float dtype."""
         rounded = [fmt.round(np.asarray(x, dtype=np.float64)).astype(self.compute) for x in inputs]

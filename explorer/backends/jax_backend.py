@@ -229,6 +229,18 @@ class JaxBackend(LoweringBackend):
     def supports_format(self, fmt: Format) -> bool:
         return jax_dtype(fmt) is not None
 
+    def cast_values(self, values: np.ndarray, fmt: Format) -> tuple[np.ndarray, str] | None:
+        """``astype`` of a float64 ``jax.numpy`` array on the CPU (XLA's convert)."""
+        if not self.is_installed() or jax_dtype(fmt) is None:
+            return None
+        jax = import_jax()
+        with jax.enable_x64(True), jax.default_device(jax.devices("cpu")[0]):
+            try:
+                cast = jax.numpy.asarray(values, dtype=np.float64).astype(jax_dtype(fmt))
+                return np.asarray(cast.astype(np.float64)), ""
+            except jax.errors.JaxRuntimeError:  # a dtype XLA's CPU client cannot hold (float6)
+                return None
+
     def _attempt(
         self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str, execute: bool
     ) -> Outcome:

@@ -28,6 +28,13 @@ class NumpyBackend(Backend):
     def supports_format(self, fmt: Format) -> bool:
         return fmt.name in NUMPY_NATIVE_FORMATS
 
+    def cast_values(self, values: np.ndarray, fmt: Format) -> tuple[np.ndarray, str] | None:
+        """NumPy's ``astype`` to the format's dtype."""
+        if not self.supports_format(fmt):
+            return None
+        with np.errstate(over="ignore", invalid="ignore"):
+            return values.astype(fmt.storage_dtype).astype(np.float64), ""
+
     def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         if op.numpy is None:
             return Outcome(Status.ERROR, error=f"NumPy has no implementation of {op.name}")

@@ -16,8 +16,11 @@ The tolerance is far above the format's precision on purpose: a result a few ULP
 accuracy question (the Accuracy tab); here only a result that no rounding explains counts: on a
 CPU, JAX's sigmoid in float8_e4m3b11fnuz is NaN from x = -3.5 down (exp(-x) passes the format's
 largest value, 30, which has no infinity above it), and its mean of (4, 64) values in float8_e3m4
-comes back 0.  Integer outputs (argmax, casts to integers) and elements where the reference is NaN
-or not finite in the format are not judged.
+comes back 0.  Elements where the reference is NaN or not finite in the format are not judged.
+
+Integer outputs (argmax, casts to integers) have no rounding to forgive: they are compared
+exactly with the reference (:func:`exact_reason`), element by element, without rounding the
+reference to the format (an index is not a value of the format).
 
 >>> import numpy as np
 >>> from explorer.formats import resolve
@@ -96,8 +99,8 @@ def wrong_result_reason(result: np.ndarray, reference: np.ndarray, fmt: Format, 
     want = np.asarray(reference, dtype=np.float64)
     if got.shape != want.shape:
         return f"shape {got.shape} where the reference has shape {want.shape}"
-    if got.dtype.kind in "biu":  # integer outputs are not judged
-        return ""
+    if got.dtype.kind in "biu":  # an integer output: nothing to forgive
+        return exact_reason(got, want)
     got = got.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         held = fmt.round(want).astype(np.float64)
@@ -122,6 +125,28 @@ def wrong_result_reason(result: np.ndarray, reference: np.ndarray, fmt: Format, 
             f"({worst / scale:.3g} > {tolerance(fmt):.3g} normwise, the tolerance of {fmt.name})"
         )
     return ""
+
+
+def exact_reason(result: np.ndarray, reference: np.ndarray) -> str:
+    """Why an integer ``result`` is wrong: the elements that differ from the ``reference`` (same
+    shape) where the reference is finite; ``""`` when every one is equal.
+
+    >>> exact_reason(np.array([1, 9, 3], np.int32), np.array([1.0, 2.0, 3.0]))
+    'differs from the exact reference (1 of 3 elements; first at index 1: 9, reference 2)'
+    >>> exact_reason(np.array([1, 2], np.int64), np.array([1.0, 2.0]))
+    ''
+    """
+    got = np.asarray(result).astype(np.float64)
+    want = np.asarray(reference, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        wrong = np.isfinite(want) & (got != want)
+    if not wrong.any():
+        return ""
+    index = int(np.flatnonzero(wrong)[0])
+    return (
+        f"differs from the exact reference ({int(wrong.sum())} of {wrong.size} elements; "
+        f"first at index {index}: {got.ravel()[index]:.6g}, reference {want.ravel()[index]:.6g})"
+    )
 
 
 def held_in(fmt: Format, values: np.ndarray) -> np.ndarray:
@@ -163,12 +188,18 @@ def judge(outcome: Outcome, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format)
     >>> judge(ran, get_op("abs"), x, resolve("float16")).status
     <Status.WRONG_RESULT: 'wrong_result'>
     """
-    if not outcome.ran or outcome.result is None or not op.float_output:
+    if not outcome.ran or outcome.result is None:
         return outcome
     reference = reference_of(op, inputs, fmt)
     if reference is None:
         return outcome
-    reason = wrong_result_reason(outcome.result, reference, fmt, numeric=op.name not in DISCONTINUOUS)
+    if op.float_output:
+        reason = wrong_result_reason(outcome.result, reference, fmt, numeric=op.name not in DISCONTINUOUS)
+    else:  # an integer output, whatever dtype it came back in
+        result = np.asarray(outcome.result)
+        shape_wrong = result.shape != reference.shape
+        shapes = f"shape {result.shape} where the reference has shape {reference.shape}"
+        reason = shapes if shape_wrong else exact_reason(result, reference)
     if not reason:
         return outcome
     detail = "; ".join(d for d in (outcome.detail, f"silently wrong: {reason}") if d)

@@ -239,6 +239,18 @@ class TensorflowBackend(LoweringBackend):
     def supports_format(self, fmt: Format) -> bool:
         return tf_dtype(fmt) is not None
 
+    def cast_values(self, values: np.ndarray, fmt: Format) -> tuple[np.ndarray, str] | None:
+        """``tf.cast`` of a float64 tensor on the CPU, eagerly."""
+        if not self.is_installed():
+            return None
+        tf = import_tensorflow()
+        dtype = tf_dtype(fmt)
+        if dtype is None:
+            return None
+        with tf.device("/CPU:0"):
+            cast = tf.cast(tf.constant(values, dtype=tf.float64), dtype)
+            return tf.cast(cast, tf.float64).numpy(), ""
+
     def _attempt(
         self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str, execute: bool
     ) -> Outcome:

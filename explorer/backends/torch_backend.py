@@ -165,6 +165,14 @@ class TorchBackend(Backend):
     def supports_format(self, fmt: Format) -> bool:
         return torch_dtype(fmt) is not None
 
+    def cast_values(self, values: np.ndarray, fmt: Format) -> tuple[np.ndarray, str] | None:
+        """``Tensor.to(dtype)`` of a float64 CPU tensor."""
+        if not self.is_installed() or torch_dtype(fmt) is None:
+            return None
+        torch = import_torch()
+        cast = torch.from_numpy(np.ascontiguousarray(values)).to(torch_dtype(fmt))
+        return cast.to(torch.float64).numpy(), ""
+
     def _run(self, op: Op, inputs: tuple[np.ndarray, ...], fmt: Format, device: str, mode: str) -> Outcome:
         if op.torch is None:
             return Outcome(Status.ERROR, error=f"PyTorch has no implementation of {op.name}")

@@ -309,14 +309,16 @@ def add_dtype_argument(
 def add_backend_argument(
     parser: argparse.ArgumentParser, *, repeat: bool = True, default: str | None = None
 ) -> None:
-    """``--backend NAME``: numpy, tensorflow, emulated, torch or jax (aliases accepted)."""
+    """``--backend NAME``: numpy, tensorflow, emulated, torch, jax or onnxruntime (aliases accepted)."""
     parser.add_argument(
         "--backend",
         action="append" if repeat else "store",
         type=backend_name,
         metavar="NAME",
         help=_flag_help(
-            "numpy, tensorflow, emulated, torch or jax (aliases: np, tf, ml_dtypes)", repeat, default
+            "numpy, tensorflow, emulated, torch, jax or onnxruntime (aliases: np, tf, ml_dtypes, ort)",
+            repeat,
+            default,
         ),
     )
 

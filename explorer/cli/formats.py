@@ -12,7 +12,10 @@ JSON_RESULT = (
     "mantissa_bits, bias, max, smallest_normal, smallest_subnormal, eps, has_inf, has_nan, overflow, "
     "bits_per_element), then block formats (kind 'block': name, element, block_size, scale, "
     "tensor_scale, element_bits, scale_bits, element_max, element_smallest, element_emax, source, "
-    "bits_per_element: the element's bits plus its share of the block scale)"
+    "bits_per_element: the element's bits plus its share of the block scale). With --casts each "
+    "element object also has casts: one object per installed backend with a cast to the format "
+    "(backend, version, above_max, inf, below_subnormal: inf/nan/saturate/mixed, round/flush/other; "
+    "note, inputs, outputs: the values cast and what came back), and cast_disagreement (words, or '')"
 )
 
 _BLOCK_COLUMNS = ("name", "element", "block_size", "scale", "tensor_scale", "bits_per_element")
@@ -47,6 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="formats to show (default: all); aliases work, and block format names (mxfp4_e2m1, nvfp4, ...)",
     )
     add_dtype_argument(parser, default="every format (the same as NAMES)")
+    parser.add_argument(
+        "--casts",
+        action="store_true",
+        help="measure what each installed backend's cast to each format does above its max, for inf "
+        "and below its smallest subnormal (imports every framework, TensorFlow in a worker: seconds)",
+    )
     add_json_argument(parser)
 
 
@@ -70,13 +79,47 @@ def run(args: argparse.Namespace) -> int:
     from explorer.cli import print_json, print_table, unique
 
     element_rows, block_rows = _rows(unique([*args.names, *(args.dtype or [])]))
+    casts = _casts([r["name"] for r in element_rows]) if getattr(args, "casts", False) else None
+    if casts is not None:
+        from explorer.queries.cast_behaviour import disagreement
+
+        for row in element_rows:
+            row["casts"] = [c for c in casts if c["format"] == row["name"]]
+            row["cast_disagreement"] = disagreement(casts, row["name"])
     if args.json:
         print_json(element_rows + block_rows)
         return 0
     if element_rows:
-        print_table(element_rows, [c for c in element_rows[0] if c not in ("kind", "bits_per_element")])
+        shown = ("kind", "bits_per_element", "casts", "cast_disagreement")
+        print_table(element_rows, [c for c in element_rows[0] if c not in shown])
+    if casts is not None:
+        print_casts(casts, [r["name"] for r in element_rows])
     if block_rows:
         if element_rows:
             print("\nblock formats (bits_per_element: the element's bits plus its share of the scale):")
         print_table(block_rows, list(_BLOCK_COLUMNS))
     return 0
+
+
+def _casts(names: list[str]) -> list[dict[str, Any]]:
+    from explorer.queries.cast_behaviour import cast_behaviours
+
+    return cast_behaviours(names)
+
+
+def print_casts(casts: list[dict[str, Any]], names: list[str]) -> None:
+    """The measured cast behaviours as a table, then one line per format where backends disagree."""
+    from explorer.cli import print_table
+    from explorer.queries.cast_behaviour import COLUMNS, disagreement
+
+    print(
+        "\ncasts (measured: each backend's cast of values above max, of inf, of values below the "
+        "smallest subnormal):"
+    )
+    if not casts:
+        print("no installed backend has a cast to these formats")
+        return
+    print_table(casts, list(COLUMNS))
+    lines = [line for line in (disagreement(casts, n) for n in names) if line]
+    for line in lines:
+        print(line)

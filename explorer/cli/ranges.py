@@ -15,7 +15,9 @@ JSON_RESULT = (
     "counts, thresholds: {kind: {count, at_zero, positive, negative: {min, max (exact first and last "
     "inputs, included), count, runs, before, after (the neighbouring inputs of other kinds), rule}, "
     "returns, returns_distinct}}, regions, number_line, ...} (binary ops: shape and counts of the 2-D "
-    "map, empty thresholds and regions)"
+    "map, empty thresholds and regions). Without --op, --casts adds casts to each entry: what each "
+    "installed backend's cast to the format does above its max, for inf and below its smallest "
+    "subnormal (as `formats --casts`), and cast_disagreement"
 )
 
 
@@ -46,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"values per sign for formats wider than 16 bits (default 32768, 2 to {MAX_SAMPLES:_})",
     )
     add_device_argument(parser)
+    parser.add_argument(
+        "--casts",
+        action="store_true",
+        help="without --op: also measure what each installed backend's cast to the format does "
+        "above its max, for inf and below its smallest subnormal (imports every framework, "
+        "TensorFlow in a worker: seconds)",
+    )
     add_json_argument(parser)
 
 
@@ -58,12 +67,32 @@ def run(args: argparse.Namespace) -> int:
     from explorer.queries import ranges
     from explorer.queries.ranges import value_text
 
+    if getattr(args, "casts", False) and args.op is not None:
+        raise ValueError("--casts shows each format's casts beside its number line: leave out --op")
     formats = [resolve(d) for d in unique(args.dtype)]
     devices = unique(args.device) or ["CPU"]
     if args.op is None:
         lines = [ranges.number_line(fmt).to_dict() for fmt in formats]
+        casts = None
+        if getattr(args, "casts", False):
+            from explorer.queries.cast_behaviour import cast_behaviours, disagreement
+
+            casts = cast_behaviours([fmt.name for fmt in formats])
         if args.json:
-            print_json([{"format": line["format"], "number_line": line} for line in lines])
+            print_json(
+                [
+                    {"format": line["format"], "number_line": line}
+                    | (
+                        {}
+                        if casts is None
+                        else {
+                            "casts": [c for c in casts if c["format"] == line["format"]],
+                            "cast_disagreement": disagreement(casts, line["format"]),
+                        }
+                    )
+                    for line in lines
+                ]
+            )
             return 0
         for i, line in enumerate(lines):
             if len(lines) > 1:
@@ -76,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
                 ],
                 ["boundary", "value"],
             )
+        if casts is not None:
+            from explorer.cli.formats import print_casts
+
+            print_casts(casts, [fmt.name for fmt in formats])
         return 0
     op = get_op(args.op)
     samples = args.samples if args.samples is not None else ranges.DEFAULT_SAMPLES

@@ -30,6 +30,8 @@ from explorer.analysis.availability_rows import (
 )
 from explorer.outcome import Status
 from explorer.queries.availability_build import (
+    backend_declared_rows,
+    compare_with_declaration,
     compare_with_opinfo,
     declared_rows,
     probe_row,
@@ -124,12 +126,16 @@ def availability(
     torch_said = torch_reading.result() if torch_reading is not None else None
     if torch_said is not None and "registry" in modes:
         rows += torch_declared_rows(targets, dts, devices, torch_said[1])
+    if "registry" in modes:  # the backends that declare their own kernels (a kernel registry)
+        for name in backends:
+            rows += backend_declared_rows(name, targets, dts, devices)
     by_name = {t.name: t for t in targets}
     for p in probes:
         record = swept.records[p.key]
         row = probe_row(p, by_name[p.op], record, reg, cached=swept.from_store(p.key))
         if p.backend == "torch" and torch_said is not None:
             compare_with_opinfo(row, record, *torch_said)
+        compare_with_declaration(row, record)
         rows.append(row)
     import pandas as pd
 

@@ -220,3 +220,46 @@ def compare_with_opinfo(row: dict[str, Any], record: dict[str, Any], data: Any, 
         if row["mode"] == "compile" and record["status"] in RAN:
             reason += "; under torch.compile, whose Inductor code is not the eager kernel OpInfo describes"
         row["disagreement"] = reason
+
+
+# ---------------------------------------------------------------- a backend's own declaration
+
+
+def backend_declared_rows(
+    backend: str, targets: list[Target], dtypes: list[str], devices: list[str]
+) -> list[dict[str, Any]]:
+    """Rows (mode ``registry``) of what ``backend`` declares itself
+    (:meth:`~explorer.backends.base.Backend.declared`) per catalog op × format × device; none for
+    a backend that declares nothing there."""
+    from explorer.backends import get_backend
+
+    owner = get_backend(backend)
+    rows = []
+    for t in targets:
+        if not t.catalog:
+            continue
+        for dtype in dtypes:
+            for device in devices:
+                said = owner.declared(t.name, dtype, device)
+                if said is None:
+                    continue
+                row = _row(owner.name, t, dtype, device, "registry")
+                row.update(raw_op=said["raw_op"], status=said["status"], declared=said["status"])
+                row["explanation"] = said["explanation"]
+                rows.append(row)
+    return rows
+
+
+def compare_with_declaration(row: dict[str, Any], record: dict[str, Any]) -> None:
+    """Fill a probe row's ``declared`` and ``disagreement`` from its backend's own declaration."""
+    from explorer.backends import get_backend
+
+    owner = get_backend(row["backend"])
+    said = owner.declared(row["op"], row["dtype"], row["device"])
+    if said is None:
+        return
+    row["raw_op"] = said["raw_op"]
+    row["declared"] = said["status"]
+    reason = owner.declared_disagreement(said["status"], record)
+    if reason:
+        row["disagreement"] = reason

@@ -61,8 +61,15 @@ def prepared_call(
             yield _jax_call(jax, target, op, fmt, mode, inputs)
     elif backend == "numpy":
         yield _numpy_call(op, fmt, inputs)
-    else:
-        raise ValueError(f"no timed calls for the {backend} backend; valid: torch, tensorflow, jax, numpy")
+    else:  # a backend that keeps its own timed call
+        from explorer.backends import get_backend
+
+        own = get_backend(backend).timed_call(op, fmt, device, mode, inputs)
+        if own is None:
+            raise ValueError(
+                f"no timed calls for the {backend} backend; valid: torch, tensorflow, jax, numpy"
+            )
+        yield own
 
 
 def output_dtype(value: Any) -> str:

@@ -27,6 +27,8 @@ INSTALL = {
     "expecttest": 'pip install -e ".[torch]" (PyTorch\'s test suite imports it)',
     "jax": 'pip install -e ".[jax]"',
     "jaxlib": 'pip install -e ".[jax]"',
+    "onnxruntime": 'pip install -e ".[onnx]"',
+    "onnx": 'pip install -e ".[onnx]"',
     "playwright": "pip install playwright (never `playwright install`: the tests use Debian's chromium)",
     "jupyterhub": "pip install jupyterhub jupyterhub-idle-culler",
 }
