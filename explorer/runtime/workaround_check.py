@@ -177,13 +177,17 @@ def run_and_check(code: str, framework: str, op_name: str | None, dtype: str | N
     catalog op the code computes (None: not a catalog op's code, then it is only run).  Returns
     ``status`` (``passed``, ``failed`` or ``not checked``), ``summary`` (one line, with the
     figure), ``max_ulps``, ``tolerance_ulps``, ``cases`` (``shapes``, ``max_ulps``, ``error``),
-    ``layout`` (in words) and ``result_dtype`` (of the code run as written).  An exception of the
-    code run as written propagates (the caller reports it).  Top-level, so a sandbox worker can
-    run it.
+    ``layout`` (in words) and ``result_dtype`` (of the code run as written; None when it
+    raised: then the check failed).  Top-level, so a sandbox worker can run it.
     """
     from explorer.runtime.workaround_exec import execute_workaround, result_dtype
 
-    result = execute_workaround(code)
+    try:
+        result = execute_workaround(code)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        error = f"{type(exc).__name__}: {first}"[:300]
+        return {**not_checked(""), "status": "failed", "summary": f"check failed: the code raised {error}"}
     torch_dtype = str(getattr(result, "dtype", ""))
     torch_named = torch_dtype.startswith("torch.")
     got_dtype = torch_dtype.removeprefix("torch.") if torch_named else result_dtype(result)
