@@ -347,15 +347,15 @@ def _run_candidates(
         }
     failures: list[str] = []
     for description, code in candidates:
-        check, why = _check_in_sandbox(framework, code, op_name, dtype)
-        if check is None:
+        checked, why = _check_in_sandbox(framework, code, op_name, dtype)
+        if checked is None:
             failures.append(f"{description}: {why}")
             continue
-        got = check["result_dtype"]
-        if check["status"] == "failed":
-            failures.append(f"{description}: {check['summary']}")
+        got = checked["result_dtype"]
+        if checked["status"] == "failed":
+            failures.append(f"{description}: {checked['summary']}")
             continue
-        if check["status"] == "not checked" and not (dtype is None or got == dtype or not float_output):
+        if checked["status"] == "not checked" and not (dtype is None or got == dtype or not float_output):
             failures.append(f"{description}: came back in {got}")
             continue
         tried = "; ".join(failures)
@@ -367,7 +367,7 @@ def _run_candidates(
             "ran": True,
             "result_dtype": got,
             "note": note,
-            "check": check,
+            "check": checked,
         }
     return {**none, "note": "no workaround passed here: " + "; ".join(failures)}
 

@@ -225,9 +225,9 @@ def run_and_check(code: str, framework: str, op_name: str | None, dtype: str | N
         "result_dtype": got_dtype,
     }
     if failed:
-        first = failed[0]
-        why = first["error"] or f"{first['max_ulps']:.3g} ulps of {dtype} off"
-        listed = " and ".join(str(tuple(s)) for s in first["shapes"])
+        bad = failed[0]
+        why = bad["error"] or f"{bad['max_ulps']:.3g} ulps of {dtype} off"
+        listed = " and ".join(str(tuple(s)) for s in bad["shapes"])
         where = f" on inputs {listed}" if listed else ""
         out["summary"] = f"check failed{where}: {why} (against {against}, {measure})"
     else:
