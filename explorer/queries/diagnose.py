@@ -417,9 +417,9 @@ def read_error(text: str | bytes) -> Reading:
     marked ``pending`` until :meth:`Reading.finish` runs and checks it.  ValueError for a text
     over :data:`explorer.analysis.error_text.MAX_TEXT_BYTES`.
 
-    >>> reading = read_error("RuntimeError: \"slow_conv2d_cpu\" not implemented for 'Half'")
+    >>> reading = read_error("Could not find device for node: {{node Range}} = Range[Tidx=DT_HALF]")
     >>> reading.result["op"], reading.result["workaround"]["pending"]
-    ('conv2d', True)
+    ('range', True)
     """
     if isinstance(text, str | bytes | bytearray) and not text.strip():
         return Reading(not_recognised("The text is empty."))
