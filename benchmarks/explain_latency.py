@@ -85,6 +85,25 @@ def full_times(text: str, cache: str) -> tuple[float, float]:
     return first_at, time.perf_counter() - start
 
 
+def in_process_reading(text: str, repeats: int) -> tuple[float, float]:
+    """Seconds of the reading alone (read_error and printing it), in this process with explorer
+    imported: the first call (cold: registries and caches loaded) and the median of the next."""
+    import contextlib
+    import io
+
+    sys.path.insert(0, str(ROOT))
+    from explorer.cli.explain import print_reading
+    from explorer.queries.diagnose import read_error
+
+    times = []
+    for _ in range(repeats + 1):
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            print_reading(read_error(text).result)
+        times.append(time.perf_counter() - start)
+    return times[0], statistics.median(times[1:])
+
+
 def tab_times(text: str, repeats: int) -> list[tuple[float, float]]:
     """(seconds to the reading, seconds to the workaround) in the Explain tab, per run."""
     sys.path.insert(0, str(ROOT))
@@ -154,6 +173,14 @@ def main() -> None:
             )
             print(row, flush=True)
             lines.append(row)
+        for name, text in TEXTS.items():
+            cold, warm = in_process_reading(text, args.repeats)
+            row = (
+                f"In process, explorer imported, {name}: the reading (read_error + printing it) "
+                f"{cold:.3f} s the first time, {warm:.4f} s median after."
+            )
+            print(row, flush=True)
+            lines += ["", row]
         reference = (
             f"Reference, `python -c 'import explorer'`: wall median {statistics.median(base_walls):.2f} s, "
             f"CPU median {statistics.median(base_cpus):.2f} s."
