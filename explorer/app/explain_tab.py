@@ -1,8 +1,11 @@
 """Explain tab: paste an error text, get the op, dtype, device, what the releases say, and a fix.
 
-The work is :func:`explorer.queries.diagnose.diagnose`; it runs in a background :class:`Job`
-(running the workaround starts a sandbox worker), and the result is shown as HTML in which every
-string that came from the pasted text or was derived from it is escaped.
+The work is :func:`explorer.queries.diagnose.read_error` then :meth:`Reading.finish
+<explorer.queries.diagnose.Reading.finish>`, in a background :class:`Job`: the reading (framework,
+op, dtype, device, kind, the explanation) is shown as soon as it is read, the workaround section
+saying that the workaround is being run and checked against the float64 reference; it fills in
+when the job ends (running the workaround starts a sandbox worker).  The result is shown as HTML
+in which every string that came from the pasted text or was derived from it is escaped.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from explorer.app.jobs import Job
+from explorer.app.jobs import Job, JobContext
 from explorer.app.tab import Tab
 
 #: what the text area shows before anything is pasted
@@ -141,29 +144,53 @@ def result_html(result: dict[str, Any]) -> str:
         f"<table class='px-explain-facts'>{''.join(rows)}</table>",
         f"<p class='px-explain-explanation'>{_e(result['explanation'])}</p>",
     ]
-    work = result["workaround"]
-    if work["code"]:
-        how = f"ran here, returned {work['result_dtype']}" if work["ran"] else work["note"]
-        parts.append(f"<p><b>Workaround:</b> {_e(work['description'])} ({_e(how)})</p>")
-        from explorer.runtime.workarounds import lesson_code
-
-        short = work.get("lesson") or lesson_code(work["code"])
-        if work.get("lesson_from"):
-            parts.append(
-                "<p class='px-explain-lesson-from'>Your line "
-                f"<code>{_e(work['lesson_from'])}</code>, with the fix (a click on the code selects "
-                "all of it, to copy):</p>"
-            )
-        parts.append(code_block(short, "px-explain-code"))
-        if short != work["code"]:
-            parts.append(
-                "<details class='px-explain-full'><summary>the same with the example inputs it ran "
-                f"on (runnable as is)</summary>{code_block(work['code'])}</details>"
-            )
-    else:
-        parts.append(f"<p><b>No workaround:</b> {_e(work['note'])}</p>")
+    parts += workaround_html(result["workaround"])
     parts.append("</div>")
     return "".join(parts)
+
+
+def check_html(work: dict[str, Any]) -> str:
+    """The workaround's check, shown beside its code: passed or failed with its figure (max error
+    in ulps of the target dtype against the float64 reference, and the tolerance), or "not
+    checked" and why; escaped.
+
+    >>> check_html({"check": {"status": "not checked", "summary": "not checked: <no op>"}})
+    "<p class='px-explain-check px-check-not-checked'><b>Check:</b> not checked: &lt;no op&gt;</p>"
+    """
+    check = work.get("check") or {}
+    status = str(check.get("status") or "not checked")
+    summary = str(check.get("summary") or "not checked: no check was made")
+    said = f"{status}: {summary}" if status in ("passed", "failed") else summary
+    return f"<p class='px-explain-check px-check-{_e(status.replace(' ', '-'))}'><b>Check:</b> {_e(said)}</p>"
+
+
+def workaround_html(work: dict[str, Any]) -> list[str]:
+    """The workaround section: while it runs, a line saying so; then what it does, its check
+    against the float64 reference, and its code (the lesson first, the runnable whole folded)."""
+    if work.get("pending"):
+        from explorer.queries.diagnose import PENDING
+
+        return [f"<p class='px-explain-pending'><b>Workaround:</b> {_e(PENDING)}</p>"]
+    if not work["code"]:
+        return [f"<p><b>No workaround:</b> {_e(work['note'])}</p>"]
+    how = f"ran here, returned {work['result_dtype']}" if work["ran"] else work["note"]
+    parts = [f"<p><b>Workaround:</b> {_e(work['description'])} ({_e(how)})</p>", check_html(work)]
+    from explorer.runtime.workarounds import lesson_code
+
+    short = work.get("lesson") or lesson_code(work["code"])
+    if work.get("lesson_from"):
+        parts.append(
+            "<p class='px-explain-lesson-from'>Your line "
+            f"<code>{_e(work['lesson_from'])}</code>, with the fix (a click on the code selects "
+            "all of it, to copy):</p>"
+        )
+    parts.append(code_block(short, "px-explain-code"))
+    if short != work["code"]:
+        parts.append(
+            "<details class='px-explain-full'><summary>the same with the example inputs it ran "
+            f"on (runnable as is)</summary>{code_block(work['code'])}</details>"
+        )
+    return parts
 
 
 class ExplainTab(Tab):
@@ -203,26 +230,46 @@ class ExplainTab(Tab):
         self.job: Job | None = None
 
     def explain(self, wait: bool = False) -> Job | None:
-        """Explain the text in the text area in the background (``wait``: until it is shown).
+        """Explain the text in the text area in the background (``wait``: until it is shown): the
+        reading is shown as soon as it is read, the workaround when it was run and checked.
 
         Returns the job, or None when one is already running (the click is ignored).
         """
         if self.job is not None and self.job.running:
             return None
-        from explorer.queries.diagnose import diagnose
-
         text, run = self.text.value, bool(self.run_workaround.value)
         self.button.disabled = True
         self.working.value = (
             "working… (running the workaround starts a sandbox worker)" if run else "working…"
         )
-        self.job = Job("explain", lambda ctx: diagnose(text, run_workaround=run))
+
+        def work(ctx: JobContext) -> dict[str, Any]:
+            from explorer.queries.diagnose import read_error
+
+            reading = read_error(text)
+            if run and reading.result["recognised"]:
+                ctx.emit(reading.result)
+                ctx.progress(0.5, "read; running the workaround")
+            return reading.finish(run_workaround=run)
+
+        self.job = Job("explain", work)
+        self.job.on_progress(self._read)
         self.job.on_done(self._done)
         self.job.start()
         if wait:
             with contextlib.suppress(RuntimeError):  # a failure is shown in the tab
                 self.job.wait()
         return self.job
+
+    def _read(self, job: Job) -> None:
+        """The reading is ready: show it, the workaround section saying it is being run."""
+        if not job.records or job is not self.job:
+            return
+        self.result = job.records[-1]
+        self.failure = ""
+        self.working.value = "read; running the workaround and checking it…"
+        self.dirty = True
+        self.refresh()
 
     def _done(self, job: Job) -> None:
         self.button.disabled = False

@@ -23,14 +23,17 @@ JSON_RESULT = (
     "operand_dtypes, provider, device_check, listed_kernels, "
     "matching_releases {exact, closest, differences, ...}, installed {release, status, ...}, history "
     "[{version, status, reason}] (for history_device), changes, first_release_with_kernel, "
-    "explanation, workaround {description, code, ran, result_dtype, note}; looked_for when not "
+    "explanation, workaround {description, code, ran, result_dtype, note, check {status, summary, "
+    "max_ulps, tolerance_ulps, cases, layout}}; looked_for when not "
     "recognised"
 )
 NOTES = (
     "The text: an argument, --file PATH, or stdin ('-', or no argument when stdin is not a "
-    "terminal); at most 1 MB is read. The workaround is run in a sandbox worker before it is "
-    "offered (--no-run: written, not run); PyTorch and JAX code is run only where the framework "
-    "is installed."
+    "terminal); at most 1 MB is read. The reading is printed first; the workaround follows once "
+    "it was run in a sandbox worker and its output checked against the float64 reference rounded "
+    "to the dtype, on inputs laid out as the framework lays them out (a workaround whose check "
+    "fails is not offered; --no-run: the reading only). PyTorch and JAX code is run only where "
+    "the framework is installed."
 )
 #: width of the human output's wrapped lines
 _WIDTH = 100
@@ -48,7 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the error text (quote it); '-' reads stdin, as does no TEXT when stdin is not a terminal",
     )
     parser.add_argument("--file", metavar="PATH", help="read the error text from a file (never changed)")
-    parser.add_argument("--no-run", action="store_true", help="write the workaround, do not run it")
+    parser.add_argument(
+        "--no-run",
+        action="store_true",
+        help="print the reading only (nothing is run; with --json: the workaround written, not run)",
+    )
     add_json_argument(parser)
 
 
@@ -153,9 +160,15 @@ def _releases(m: dict[str, Any]) -> str:
 
 
 def print_human(result: dict[str, Any]) -> None:
-    """A few labelled lines, the explanation, and the workaround's code."""
+    """The reading (:func:`print_reading`), then the workaround (:func:`print_workaround`)."""
+    print_reading(result)
+    if result["recognised"]:
+        print_workaround(result)
+
+
+def print_reading(result: dict[str, Any]) -> None:
+    """The reading: a few labelled lines (framework, op, dtype, device, kind...) and the explanation."""
     from explorer.analysis.error_explanation import history_summary
-    from explorer.textsafety import strip_control
 
     if not result["recognised"]:
         from explorer.cli import safe_text
@@ -201,10 +214,30 @@ def print_human(result: dict[str, Any]) -> None:
     for note in result["notes"]:
         print(_line("note", note))
     print(_line("explanation", result["explanation"]))
+
+
+def check_text(work: dict[str, Any]) -> str:
+    """The workaround's check in words: passed or failed with its figure, or "not checked: why".
+
+    >>> check_text({"check": {"status": "passed", "summary": "checked: max error 0 ulps"}})
+    'passed: checked: max error 0 ulps'
+    """
+    check = work.get("check") or {}
+    status, summary = check.get("status"), check.get("summary") or ""
+    if status in ("passed", "failed"):
+        return f"{status}: {summary}"
+    return summary or "not checked: no check was made"
+
+
+def print_workaround(result: dict[str, Any]) -> None:
+    """The workaround: what it does, its check against the float64 reference, and its code."""
+    from explorer.textsafety import strip_control
+
     work = result["workaround"]
     if work["code"]:
         how = f"ran here: {work['result_dtype']}" if work["ran"] else work["note"]
         print(_line("workaround", f"{work['description']} ({how})"))
+        print(_line("check", check_text(work)))
         if work.get("lesson"):  # the fix written with the names of the user's own line
             print(_line("your line", work["lesson_from"]))
             print()
@@ -217,13 +250,25 @@ def print_human(result: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Explain the error text; exit 0 when it was recognised, 1 when not."""
-    from explorer.cli import print_json
-    from explorer.queries.diagnose import diagnose
+    """Explain the error text; exit 0 when it was recognised, 1 when not.
 
-    result = diagnose(read_text(args), run_workaround=not args.no_run)
+    The reading is printed (and flushed) first; the workaround, run and checked against the
+    float64 reference, follows when done.  ``--no-run`` prints the reading only."""
+    from explorer.cli import print_json
+    from explorer.queries.diagnose import read_error
+
+    reading = read_error(read_text(args))
     if args.json:
+        result = reading.finish(run_workaround=not args.no_run)
         print_json(result)
-    else:
-        print_human(result)
-    return 0 if result["recognised"] else 1
+        return 0 if result["recognised"] else 1
+    if args.no_run:
+        result = reading.finish(run_workaround=False)
+        print_reading(result)
+        return 0 if result["recognised"] else 1
+    print_reading(reading.result)
+    sys.stdout.flush()
+    if not reading.result["recognised"]:
+        return 1
+    print_workaround(reading.finish())
+    return 0

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from explorer.analysis.error_explanation import FRAMEWORK_WORDS, explanation, not_recognised
@@ -67,8 +69,8 @@ def run_code(code: str) -> str:
     return result_dtype(result)
 
 
-def _run_in_sandbox(framework: str, code: str) -> tuple[str | None, str]:
-    """(result dtype, "") when ``code`` ran in the framework's worker, else (None, why).
+def _sandbox_call(framework: str, fn: Callable[..., Any], *args: Any) -> tuple[Any, str]:
+    """(what ``fn(*args)`` returned in the framework's worker, "") or (None, why it did not).
 
     The worker is one of :func:`~explorer.runtime.probe.app_probe_sandbox`'s: it starts only
     under one of the machine's worker slots (waiting up to the workaround's timeout for one), so
@@ -83,12 +85,30 @@ def _run_in_sandbox(framework: str, code: str) -> tuple[str | None, str]:
                 from explorer.queries.explain_kinds import keras_worker_setup
 
                 box.call(key, keras_worker_setup, timeout=WORKAROUND_TIMEOUT)
-            return str(box.call(key, run_code, code, timeout=WORKAROUND_TIMEOUT)), ""
+            return box.call(key, fn, *args, timeout=WORKAROUND_TIMEOUT), ""
     except SandboxError as exc:
         return None, str(exc).splitlines()[0]
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return None, f"{type(exc).__name__}: {first}"[:300]
+
+
+def _run_in_sandbox(framework: str, code: str) -> tuple[str | None, str]:
+    """(result dtype, "") when ``code`` ran in the framework's worker, else (None, why)."""
+    got, why = _sandbox_call(framework, run_code, code)
+    return (None, why) if got is None else (str(got), "")
+
+
+def _check_in_sandbox(
+    framework: str, code: str, op_name: str | None, dtype: str | None
+) -> tuple[dict[str, Any] | None, str]:
+    """(the check of :func:`~explorer.runtime.workaround_check.run_and_check`, "") when ``code``
+    ran in the framework's worker, else (None, why)."""
+    from explorer.runtime.workaround_check import run_and_check
+
+    source = "keras" if framework == "keras" else framework
+    got, why = _sandbox_call(framework, run_and_check, code, source, op_name, dtype)
+    return (None, why) if got is None else (dict(got), "")
 
 
 def framework_version(framework: str) -> str | None:
@@ -200,9 +220,16 @@ def plain_code(framework: str, op_name: str, dtype: str, device: str | None = No
         return "", f"the catalog has no {api} call for {op.name} to write code from"
 
 
-def _workaround(parsed: ParsedError, op_name: str | None, run: bool, text: str = "") -> dict[str, Any]:
-    """The workaround: its code, whether it ran here and in which dtype it came back, and (PyTorch)
-    the fix written with the user's own names from the pasted ``text`` (``lesson``)."""
+#: the workaround's note while it is being run and checked (the reading is shown before)
+PENDING = "running the workaround and checking it against the float64 reference…"
+
+
+def _workaround(
+    parsed: ParsedError, op_name: str | None, run: bool, text: str = "", pending: bool = False
+) -> dict[str, Any]:
+    """The workaround: its code, whether it ran here and in which dtype it came back, its check
+    against the float64 reference (``check``), and (PyTorch) the fix written with the user's own
+    names from the pasted ``text`` (``lesson``).  ``pending``: written, to be run and checked."""
     from explorer.ops import get_op
 
     none: dict[str, Any] = {
@@ -213,9 +240,11 @@ def _workaround(parsed: ParsedError, op_name: str | None, run: bool, text: str =
         "note": "",
         "lesson": "",
         "lesson_from": "",
+        "pending": False,
+        "check": None,
     }
     framework = parsed.framework
-    from explorer.queries.explain_kinds import NOTHING_TO_RUN, RUNS_WITH, kind_candidates
+    from explorer.queries.explain_kinds import MISMATCH_KINDS, NOTHING_TO_RUN, RUNS_WITH, kind_candidates
 
     special = kind_candidates(parsed, op_name)
     if special is not None:
@@ -226,7 +255,8 @@ def _workaround(parsed: ParsedError, op_name: str | None, run: bool, text: str =
             return {**none, "note": why}
         keras_api = parsed.kind == "keras_mixed_precision_api"
         runner = "keras" if keras_api else RUNS_WITH.get(framework, framework)
-        return _run_candidates(none, runner, special, parsed.dtype, run)
+        checked_op = op_name if parsed.kind in MISMATCH_KINDS else None
+        return _run_candidates(none, runner, special, parsed.dtype, run, pending=pending, op_name=checked_op)
     if op_name is None:
         return {
             **none,
@@ -249,7 +279,9 @@ def _workaround(parsed: ParsedError, op_name: str | None, run: bool, text: str =
         ]
     if parsed.dtype is None:
         none["note"] = f"the message names no dtype; the code is written for {dtype}"
-    done = _run_candidates(none, framework, candidates, dtype, run, op.float_output)
+    done = _run_candidates(
+        none, framework, candidates, dtype, run, op.float_output, pending=pending, op_name=op.name
+    )
     done["lesson"], done["lesson_from"] = _lesson(parsed, op, dtype, text) if done["code"] else ("", "")
     return done
 
@@ -278,38 +310,66 @@ def _run_candidates(
     dtype: str | None,
     run: bool,
     float_output: bool = True,
+    pending: bool = False,
+    op_name: str | None = None,
 ) -> dict[str, Any]:
-    """The first candidate that runs here and returns ``dtype`` (any dtype when ``dtype`` is None
-    or the op's output is not a float); the candidates are only written when ``run`` is False."""
+    """The first candidate that runs here and passes its check: its output, on inputs laid out as
+    the framework lays them out, against catalog op ``op_name``'s float64 reference rounded to
+    ``dtype`` (:func:`~explorer.runtime.workaround_check.run_and_check`).  A candidate whose check
+    fails is never offered; one that cannot be checked (no catalog op computes it) is offered when
+    it returns ``dtype`` (any dtype when ``dtype`` is None or the op's output is not a float),
+    marked "not checked".  The candidates are only written when ``run`` is False (``pending``:
+    they are about to be run)."""
+    from explorer.runtime.workaround_check import not_checked
+
     if not run:
         description, code = candidates[0]
+        note = PENDING if pending else "not run: running it was turned off"
+        check = {**not_checked("not run yet"), "status": "pending"} if pending else not_checked(note)
         return {
             **none,
             "description": description,
             "code": code,
-            "note": _also(none["note"], "not run: running it was turned off"),
+            "note": _also(none["note"], note),
+            "pending": pending,
+            "check": check,
         }
     version = framework_version(framework)
     if version is None:
         description, code = candidates[0]
         why = f"{_PACKAGES[framework]} is not installed here, so the code was not run"
-        return {**none, "description": description, "code": code, "note": _also(none["note"], why)}
+        return {
+            **none,
+            "description": description,
+            "code": code,
+            "note": _also(none["note"], why),
+            "check": not_checked(why),
+        }
     failures: list[str] = []
     for description, code in candidates:
-        got, why = _run_in_sandbox(framework, code)
-        if got is not None and (dtype is None or got == dtype or not float_output):
-            tried = "; ".join(failures)
-            note = _also(none["note"], f"tried first, and it failed here: {tried}") if tried else none["note"]
-            return {
-                **none,
-                "description": description,
-                "code": code,
-                "ran": True,
-                "result_dtype": got,
-                "note": note,
-            }
-        failures.append(f"{description}: {why or f'came back in {got}'}")
-    return {**none, "note": "no workaround ran here: " + "; ".join(failures)}
+        checked, why = _check_in_sandbox(framework, code, op_name, dtype)
+        if checked is None:
+            failures.append(f"{description}: {why}")
+            continue
+        got = checked["result_dtype"]
+        if checked["status"] == "failed":
+            failures.append(f"{description}: {checked['summary']}")
+            continue
+        if checked["status"] == "not checked" and not (dtype is None or got == dtype or not float_output):
+            failures.append(f"{description}: came back in {got}")
+            continue
+        tried = "; ".join(failures)
+        note = _also(none["note"], f"tried first, and it failed here: {tried}") if tried else none["note"]
+        return {
+            **none,
+            "description": description,
+            "code": code,
+            "ran": True,
+            "result_dtype": got,
+            "note": note,
+            "check": checked,
+        }
+    return {**none, "note": "no workaround passed here: " + "; ".join(failures)}
 
 
 def _also(first: str, second: str) -> str:
@@ -319,25 +379,53 @@ def _also(first: str, second: str) -> str:
 # ---------------------------------------------------------------- diagnose
 
 
-def diagnose(text: str | bytes, run_workaround: bool = True) -> dict[str, Any]:
-    """Everything explorer can say about an error text, as plain (JSON-ready) data.
+@dataclass
+class Reading:
+    """What an error text says, ready at once (:func:`read_error`): ``result`` is the JSON-ready
+    reading (its workaround written, ``pending``); :meth:`finish` runs and checks the workaround."""
 
-    Keys: ``recognised``, ``framework``, ``kind``, ``raw_op``, ``op``, ``other_ops``, ``dtype``,
-    ``dtype_text``, ``device``, ``mode``, ``attr``, ``message``, ``notes``, ``listed_kernels``,
-    ``matching_releases``, ``installed`` (``release``, ``status``...), ``history``
-    (``[{version, status, reason}]``, for ``history_device``), ``changes``,
-    ``first_release_with_kernel``, ``explanation`` and ``workaround`` (``description``, ``code``,
-    ``ran``, ``result_dtype``, ``note``, ``lesson``: the fix written with the names of the
-    call the pasted traceback shows, PyTorch only, and ``lesson_from``: that line);
-    ``looked_for`` when the text is not recognised.
-    ``run_workaround=False`` writes the workaround without running anything.  ValueError for a
-    text over :data:`explorer.analysis.error_text.MAX_TEXT_BYTES`.
+    #: the reading: :func:`diagnose`'s keys, the workaround not yet run
+    result: dict[str, Any]
+    #: the parsed text (None when not recognised)
+    parsed: ParsedError | None = None
+    #: the pasted text, decoded
+    text: str = ""
+
+    def finish(self, run_workaround: bool = True) -> dict[str, Any]:
+        """The whole result: the workaround run in a sandbox worker and checked against the float64
+        reference (``run_workaround=False``: written only), the device check, the explanation."""
+        d = dict(self.result)
+        parsed = self.parsed
+        if parsed is None:
+            return d
+        d["workaround"] = _workaround(parsed, d["op"], run_workaround, self.text)
+        d["device_check"] = None
+        if run_workaround:
+            from explorer.queries.explain_kinds import device_check
+
+            d["installed"] = dict(d["installed"])
+            d["device_check"] = device_check(parsed, d["op"], d["installed"].get("release"), _run_in_sandbox)
+        if parsed.framework == "tensorflow" and run_workaround:
+            _check_native(d, parsed)
+        d["explanation"] = explanation(d, parsed)
+        return d
+
+
+def read_error(text: str | bytes) -> Reading:
+    """The reading of an error text (framework, op, dtype, device, kind, what the releases say,
+    the explanation): nothing is run, so it is ready at once; the workaround is written and
+    marked ``pending`` until :meth:`Reading.finish` runs and checks it.  ValueError for a text
+    over :data:`explorer.analysis.error_text.MAX_TEXT_BYTES`.
+
+    >>> reading = read_error("Could not find device for node: {{node Range}} = Range[Tidx=DT_HALF]")
+    >>> reading.result["op"], reading.result["workaround"]["pending"]
+    ('range', True)
     """
     if isinstance(text, str | bytes | bytearray) and not text.strip():
-        return not_recognised("The text is empty.")
+        return Reading(not_recognised("The text is empty."))
     parsed = parse_error(text)
     if parsed is None:
-        return not_recognised()
+        return Reading(not_recognised())
     d: dict[str, Any] = {"recognised": True, **parsed.to_dict()}
     raw = parsed.raw_op
     notes = list(parsed.notes)
@@ -360,17 +448,31 @@ def diagnose(text: str | bytes, run_workaround: bool = True) -> dict[str, Any]:
         note = "" if version else f"{_PACKAGES[parsed.framework]} is not installed here"
         d["installed"] = {"framework": parsed.framework, "release": version, "status": None, "note": note}
     pasted = text.decode(errors="replace") if isinstance(text, bytes | bytearray) else str(text)
-    d["workaround"] = _workaround(parsed, d["op"], run_workaround, pasted)
+    d["workaround"] = _workaround(parsed, d["op"], False, pasted, pending=True)
     d["device_check"] = None
-    if run_workaround:
-        from explorer.queries.explain_kinds import device_check
-
-        d["device_check"] = device_check(parsed, d["op"], d["installed"].get("release"), _run_in_sandbox)
-    if parsed.framework == "tensorflow" and run_workaround:
-        _check_native(d, parsed)
     d["notes"] = notes
     d["explanation"] = explanation(d, parsed)
-    return d
+    return Reading(d, parsed, pasted)
+
+
+def diagnose(text: str | bytes, run_workaround: bool = True) -> dict[str, Any]:
+    """Everything explorer can say about an error text, as plain (JSON-ready) data:
+    :func:`read_error`, then :meth:`Reading.finish`.
+
+    Keys: ``recognised``, ``framework``, ``kind``, ``raw_op``, ``op``, ``other_ops``, ``dtype``,
+    ``dtype_text``, ``device``, ``mode``, ``attr``, ``message``, ``notes``, ``listed_kernels``,
+    ``matching_releases``, ``installed`` (``release``, ``status``...), ``history``
+    (``[{version, status, reason}]``, for ``history_device``), ``changes``,
+    ``first_release_with_kernel``, ``explanation`` and ``workaround`` (``description``, ``code``,
+    ``ran``, ``result_dtype``, ``note``, ``check``: its output against the float64 reference,
+    see :func:`~explorer.runtime.workaround_check.run_and_check` (``status`` passed, failed, not
+    checked or pending, ``summary`` with the figure), ``pending``, ``lesson``: the fix written
+    with the names of the call the pasted traceback shows, PyTorch only, and ``lesson_from``:
+    that line); ``looked_for`` when the text is not recognised.
+    ``run_workaround=False`` writes the workaround without running anything.  ValueError for a
+    text over :data:`explorer.analysis.error_text.MAX_TEXT_BYTES`.
+    """
+    return read_error(text).finish(run_workaround)
 
 
 def _check_native(d: dict[str, Any], parsed: ParsedError) -> None:
@@ -391,9 +493,12 @@ def _check_native(d: dict[str, Any], parsed: ParsedError) -> None:
 
 
 __all__ = [
+    "PENDING",
     "WORKAROUND_TIMEOUT",
+    "Reading",
     "diagnose",
     "framework_version",
     "plain_code",
+    "read_error",
     "run_code",
 ]

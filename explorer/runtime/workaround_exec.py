@@ -20,6 +20,12 @@ _RUNS = itertools.count(1)
 
 def execute_workaround(code: str) -> Any:
     """Run a workaround's code in a fresh namespace and return its ``result``."""
+    return execute_namespace(code)["result"]
+
+
+def execute_namespace(code: str) -> dict[str, Any]:
+    """Run a workaround's code in a fresh namespace and return the namespace (it holds ``result``
+    and the input tensors the code made)."""
     if not isinstance(code, str) or not code.strip():
         raise ValueError("workaround code must be a non-empty string")
     if "import tensorflow" in code:  # import it quietly first (its C++ start-up chatter hidden)
@@ -33,7 +39,7 @@ def execute_workaround(code: str) -> Any:
     exec(compile(code, filename, "exec"), namespace)
     if "result" not in namespace:
         raise ValueError("workaround code did not set a variable called 'result'")
-    return namespace["result"]
+    return namespace
 
 
 def result_dtype(result: Any) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from explorer.ops import Op, get_op
+from explorer.runtime.workaround_layout import native_inputs, native_layout
 
 #: the module name each framework's code uses
 MODULE = {"tf": "tf", "numpy": "np", "torch": "torch", "jax": "jnp"}
@@ -66,6 +67,11 @@ def literal(values: np.ndarray) -> str:
     return "[" + ", ".join(literal(row) if x.ndim > 1 else _number(float(row)) for row in x) + "]"
 
 
+def exact_literal(values: np.ndarray) -> str:
+    """A Python literal (nested lists) of ``values`` with every float written in full (``repr``)."""
+    return repr(np.asarray(values, dtype=np.float64).tolist())
+
+
 def _number(v: float) -> str:
     text = np.format_float_positional(v, precision=DIGITS, unique=True, fractional=False, trim="-")
     short = f"{v:.{DIGITS}g}"
@@ -74,14 +80,20 @@ def _number(v: float) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def input_lines(framework: str, op: str, dtype: str, names: tuple[str, ...]) -> tuple[str, ...]:
-    """The lines that make the op's inputs (seed 0) in ``dtype``, one per name, in ``framework`` code."""
-    values = get_op(op).inputs(seed=0)
-    return tuple(_input_line(framework, n, v, dtype) for n, v in zip(names, values, strict=True))
+    """The lines that make the op's inputs (seed 0) in ``dtype``, one per name, in ``framework`` code,
+    laid out as ``framework`` lays them out (:mod:`explorer.runtime.workaround_layout`)."""
+    values = native_inputs(framework, op, get_op(op).inputs(seed=0))
+    return tuple(input_line(framework, n, v, dtype) for n, v in zip(names, values, strict=True))
 
 
-def _input_line(framework: str, name: str, values: np.ndarray, dtype: str) -> str:
-    """``name = <literal tensor of values in dtype>`` in ``framework`` code."""
-    data = literal(values)
+def input_line(framework: str, name: str, values: np.ndarray, dtype: str, exact: bool = False) -> str:
+    """``name = <literal tensor of values in dtype>`` in ``framework`` code (``exact``: every value
+    written in full, ``repr``, rather than to :data:`DIGITS` significant digits).
+
+    >>> input_line("torch", "x", np.array([0.5, 0.1234567]), "float16", exact=True)
+    'x = torch.tensor([0.5, 0.1234567], dtype=torch.float16)'
+    """
+    data = exact_literal(values) if exact else literal(values)
     dt = dtype_code(framework, dtype)
     if framework == "tf":
         if dtype in TF_TOP_LEVEL:
@@ -109,9 +121,15 @@ class Call:
     inputs: list[str] = field(default_factory=list)
 
 
-def _function_of(op: Op, framework: str) -> Callable[..., Any] | None:
-    # JAX code is written from the NumPy call, with jax.numpy for np
-    return {"tf": op.tf, "numpy": op.numpy, "torch": op.torch, "jax": op.numpy}[framework]
+def _function_of(op: Op, framework: str) -> tuple[Callable[..., Any] | None, str]:
+    """The call to write ``framework`` code from, and the name the code gives its first parameter:
+    the call on the framework's own layout where :mod:`explorer.runtime.workaround_layout` has one,
+    else the catalog's (JAX code is then written from the NumPy call, with jax.numpy for np)."""
+    native = native_layout(framework, op.name)
+    if native is not None:
+        return native.call, native.module
+    fn = {"tf": op.tf, "numpy": op.numpy, "torch": op.torch, "jax": op.numpy}[framework]
+    return fn, MODULE[framework]
 
 
 def call_source(op: str | Op, framework: str, dtype: str, wide: str | None = None) -> Call:
@@ -143,10 +161,9 @@ def _native_call(op: str, framework: str, compute_dtype: str) -> Call:
     """The op's call computing in ``compute_dtype`` on inputs in it (made once per op,
     framework and dtype: the code generation walks and copies syntax trees)."""
     the_op = get_op(op)
-    fn = _function_of(the_op, framework)
+    fn, module = _function_of(the_op, framework)
     if fn is None:
         raise ValueError(f"op {the_op.name} has no {framework} call")
-    module = MODULE[framework]
     compute = dtype_code(framework, compute_dtype)
     lam = _lambda_of(fn)
     if lam is None:  # a call given by name: module.<path>(inputs)
@@ -357,7 +374,7 @@ class _Inliner:
         if not node.id.startswith("_") or callable(value) or inspect.ismodule(value):
             return None
         if isinstance(value, np.ndarray):
-            return _parse(f"np.array({literal(value)})")
+            return _parse(f"np.array({exact_literal(value)})")
         if isinstance(value, int | float | tuple):
             return _parse(repr(value))
         return None

@@ -53,6 +53,8 @@ def _program(
         imports.append("import ml_dtypes")
     if framework == "numpy" or needs_np or re.search(r"\bnp\.", text):
         imports.append("import numpy as np")
+    if framework == "jax" and re.search(r"\bjax\.", text):  # a jax.lax call (workaround_layout)
+        imports.append("import jax")
     imports.append(
         {
             "tf": "import tensorflow as tf",
