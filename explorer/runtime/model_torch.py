@@ -18,13 +18,14 @@ import contextlib
 import copy
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from explorer.analysis.model_numerics import tensor_stats, zero_fraction
-from explorer.analysis.model_trace import PolicyRun, TracedOp, dtype_name
+from explorer.analysis.model_trace import PolicyRun
+from explorer.runtime.torch_recorder import make_recorder
+from explorer.runtime.torch_state import RunCache, fingerprint, working_copy
 
 #: the PyTorch policies
 POLICIES: tuple[str, ...] = ("float32", "float16", "bfloat16", "autocast_float16", "autocast_bfloat16")
@@ -128,73 +129,13 @@ def _module_paths(model: Any, stack: list[str]) -> Iterator[None]:
             h.remove()
 
 
-def _recorder(stack: list[str]) -> Any:
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    class Recorder(TorchDispatchMode):
-        """Records each aten op: its module path, dtypes and output tensors."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.ops: list[TracedOp] = []
-            self.outputs: list[list[Any]] = []
-            self.counts: dict[str, int] = {}
-            self.failure: tuple[str | None, str] | None = None
-            self.recording = True
-
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            kwargs = kwargs or {}
-            raw_op = f"aten.{func.overloadpacket.__name__}"
-            inputs = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
-            n = self.counts.get(raw_op, 0)
-            self.counts[raw_op] = n + 1
-            name = f"{raw_op}#{n}" if self.recording else f"backward:{raw_op}#{n}"
-            in_floats = [t.dtype for t in inputs if t.dtype.is_floating_point]
-            if self.recording:  # listed before it runs: an op that fails is in the list too
-                self.ops.append(
-                    TracedOp(
-                        name=name,
-                        layer=stack[-1] if stack else "",
-                        raw_op=raw_op,
-                        dtype=dtype_name(in_floats[0]) if in_floats else None,
-                        in_dtypes=tuple(dtype_name(t.dtype) for t in inputs),
-                    )
-                )
-                self.outputs.append([])
-            try:
-                out = func(*args, **kwargs)
-            except Exception as exc:
-                if self.failure is None:
-                    self.failure = (name, f"{type(exc).__name__}: {exc}")
-                raise
-            if not self.recording:
-                return out
-            outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
-            floats = [t.dtype for t in outs + inputs if t.dtype.is_floating_point]
-            self.ops[-1] = replace(
-                self.ops[-1],
-                dtype=dtype_name(floats[0]) if floats else (dtype_name(outs[0].dtype) if outs else None),
-                out_dtypes=tuple(dtype_name(t.dtype) for t in outs),
-            )
-            self.outputs[-1] = outs
-            return out
-
-    return Recorder()
-
-
-def _prepare(model: Any, policy: str, keep_float32: Sequence[str]) -> Any:
-    """The module a policy runs: ``model`` itself (float32, autocast without ``keep_float32``) or a
-    deep copy (cast to the policy's dtype; the modules in ``keep_float32`` in float32, their
-    floating inputs cast to float32 and outputs back)."""
+def _prepare(module: Any, policy: str, keep_float32: Sequence[str]) -> Any:
+    """The module a policy runs, made from ``module`` (the check's copy, changed in place): cast
+    to the policy's dtype; the modules in ``keep_float32`` in float32, their floating inputs
+    cast to float32 and outputs back."""
     import torch
 
-    if policy not in POLICIES:
-        raise ValueError(f"unknown PyTorch policy {policy!r}; valid: {', '.join(POLICIES)}")
-    if policy == "float32" and not keep_float32:
-        return model
-    module = copy.deepcopy(model)
+    check_policy(policy)
     if policy in ("float16", "bfloat16"):
         module = module.to(_dtype(policy))
     back = _dtype(_policy_dtype(policy))
@@ -235,41 +176,99 @@ def _flat_tensors(value: Any) -> list[Any]:
     return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
 
 
-def _pass(module: Any, inputs: Sequence[np.ndarray], policy: str, scale: float) -> tuple[Any, Any]:
-    """One forward and backward pass under ``policy``; (recorder, parameter gradients or None)."""
+def _input_tensors(inputs: Sequence[np.ndarray], policy: str) -> tuple[list[Any], list[Any]]:
+    """(leaves, what the module gets): each floating input a fresh leaf that requires grad (a
+    module without parameters still has a backward pass), passed on as a copy, so that a forward
+    that writes into its input (``x += 1``) runs as it does for the user; other inputs as they are."""
     import torch
 
-    stack: list[str] = []
-    recorder = _recorder(stack)
     dtype = _dtype(policy) if policy in ("float16", "bfloat16") else torch.float32
-    tensors = [
-        torch.tensor(x).to(dtype).requires_grad_() if np.issubdtype(x.dtype, np.floating) else torch.tensor(x)
-        for x in inputs
-    ]  # the inputs' gradients too: a module without parameters still has a backward pass
-    autocast = (
-        torch.autocast("cpu", dtype=_dtype(_policy_dtype(policy)))
-        if policy.startswith("autocast_")
-        else contextlib.nullcontext()
-    )
-    module.zero_grad(set_to_none=True)
+    leaves, given = [], []
+    for x in inputs:
+        t = torch_tensor(x)
+        if np.issubdtype(np.asarray(x).dtype, np.floating):
+            t = t.to(dtype).requires_grad_()
+            leaves.append(t)
+            given.append(t.clone())
+        else:
+            given.append(t)
+    return leaves, given
+
+
+def torch_tensor(x: np.ndarray) -> Any:
+    """A torch tensor holding a copy of ``x``."""
+    import torch
+
+    return torch.tensor(np.array(x, copy=True))
+
+
+def _autocast(policy: str) -> Any:
+    import torch
+
+    if policy.startswith("autocast_"):
+        return torch.autocast("cpu", dtype=_dtype(_policy_dtype(policy)))
+    return contextlib.nullcontext()
+
+
+def _loss(out: Any) -> Any:
+    """The float32 loss the check differentiates: the sum of each floating output's mean square."""
+    import torch
+
+    losses = [torch.mean(torch.square(t.float())) for t in _flat_tensors(out) if t.is_floating_point()]
+    if not losses:
+        raise TypeError("the module returns no floating tensor: there is nothing to differentiate")
+    return torch.stack(losses).sum()
+
+
+def _pass(module: Any, inputs: Sequence[np.ndarray], policy: str) -> tuple[Any, Any, Any, bool]:
+    """One recorded forward and backward pass under ``policy``: (recorder, loss with its graph
+    kept, the parameters that require grad, whether it ran).  Every exception the module raises
+    is recorded (``recorder.failure``), with the stage it was raised in (``recorder.recording``
+    is False in the backward pass)."""
+    stack: list[str] = []
+    recorder = make_recorder(stack)
+    _, given = _input_tensors(inputs, policy)
+    params = [p for p in module.parameters() if p.requires_grad]
+    loss = None
     try:
         with _module_paths(module, stack), recorder:
-            with autocast:
-                out = module(*tensors)
+            with _autocast(policy):
+                out = module(*given)
             recorder.recording = False
-            outs = _flat_tensors(out)
             for outputs in recorder.outputs:
                 for t in outputs:
                     if t.requires_grad and t.grad_fn is not None:
                         t.retain_grad()
-            losses = [torch.mean(torch.square(t.float())) for t in outs if t.is_floating_point()]
-            (torch.stack(losses).sum() * scale).backward()
-    except (RuntimeError, NotImplementedError, TypeError) as exc:
+            loss = _loss(out)
+            loss.backward(retain_graph=True)
+    except Exception as exc:
         if recorder.failure is None:
             recorder.failure = (None, f"{type(exc).__name__}: {exc}")
-        return recorder, None
-    grads = [p.grad.detach().float().numpy() for p in module.parameters() if p.grad is not None]
-    return recorder, grads
+        return recorder, None, params, False
+    return recorder, loss, params, True
+
+
+def _scaled_gradients(loss: Any, params: Sequence[Any], scale: float) -> list[np.ndarray] | None:
+    """The parameters' gradients of ``loss * scale`` through the pass's kept graph (the forward
+    pass does not depend on the scale, so it is not run again); None when the backward fails."""
+    import torch
+
+    if not params:
+        return []
+    try:
+        grads = torch.autograd.grad(loss * scale, list(params), retain_graph=True, allow_unused=True)
+    except Exception:
+        return None
+    return [g.detach().float().numpy() for g in grads if g is not None]
+
+
+#: the check's runs of each module, while its state and the inputs are unchanged
+RUNS = RunCache()
+
+
+def clear_cache() -> None:
+    """Forget the runs kept for reuse (:data:`RUNS`)."""
+    RUNS.clear()
 
 
 def run_policy(
@@ -280,51 +279,62 @@ def run_policy(
     keep_float32: Sequence[str] = (),
 ) -> PolicyRun:
     """``model`` under ``policy``: the aten ops it ran with their real dtypes, one forward and
-    backward pass (without and with loss scaling; per-op statistics from the unscaled one), and
-    the op that failed with its error, if one did."""
-    module = _prepare(model, policy, keep_float32)
-    was_training = module.training
+    backward pass (per-op statistics from it, each op's values as the op returned them; the
+    parameters' gradients without and with loss scaling), and the op that failed with its
+    error, if one did.  It runs on a copy (:func:`explorer.runtime.torch_state.working_copy`):
+    ``model`` is not changed.  A run of the same module, state, inputs and arguments in this
+    process is reused (:data:`RUNS`)."""
+    check_policy(policy)
+    key = (fingerprint(model, inputs), policy, tuple(formats), tuple(keep_float32))
+    kept = RUNS.get(model, key)
+    if kept is not None:
+        return kept
+    with working_copy(model) as copied:
+        run = _run_policy(_prepare(copied, policy, keep_float32), inputs, policy, formats)
+    RUNS.put(model, key, run)
+    return run
+
+
+def _run_policy(module: Any, inputs: Sequence[np.ndarray], policy: str, formats: Sequence[str]) -> PolicyRun:
     module.eval()
-    try:
-        recorder, grads = _pass(module, inputs, policy, 1.0)
-        ops = tuple(recorder.ops)
-        if grads is None:
-            failing, error = recorder.failure or (None, "the pass failed outside any aten op")
-            stage = "backward" if failing and failing.startswith("backward:") else "forward"
-            return PolicyRun(policy, ops, False, error, failing, stage)
-        stats = {}
-        first_nonfinite = None
-        for op, outputs in zip(ops, recorder.outputs, strict=True):
-            floats = [t for t in outputs if t.is_floating_point()]
-            if not floats:
-                continue
-            t = floats[0]
-            value = t.detach().float().numpy()
-            grad = None if t.grad is None else t.grad.detach().float().numpy()
-            stats[op.name] = tensor_stats(value, grad, formats)
-            if first_nonfinite is None and not np.all(np.isfinite(value)):
-                first_nonfinite = op.name
-        unscaled = zero_fraction(grads)
-        scale, scaled = LOSS_SCALE, None
-        while scale >= 1.0:  # as GradScaler does: lower the scale while the gradients overflow
-            _, again = _pass(module, inputs, policy, scale)
-            if again is not None and all(np.all(np.isfinite(g)) for g in again):
-                scaled = zero_fraction(again)
-                break
-            scale /= 2.0**4
-        return PolicyRun(
-            policy,
-            ops,
-            True,
-            first_nonfinite=first_nonfinite,
-            zero_grad=unscaled,
-            zero_grad_scaled=scaled,
-            loss_scale=scale if scaled is not None else math.nan,
-            stats=stats,
-        )
-    finally:
-        module.train(was_training)
-        module.zero_grad(set_to_none=True)
+    module.zero_grad(set_to_none=True)
+    recorder, loss, params, ran = _pass(module, inputs, policy)
+    ops = tuple(recorder.ops)
+    if not ran:
+        failing, error = recorder.failure or (None, "the pass failed outside any aten op")
+        in_backward = (failing or "").startswith("backward:") or not recorder.recording
+        return PolicyRun(policy, ops, False, error, failing, "backward" if in_backward else "forward")
+    stats = {}
+    first_nonfinite = None
+    for index, (op, outputs) in enumerate(zip(ops, recorder.outputs, strict=True)):
+        t = next((o for o in outputs if o.is_floating_point()), None)
+        if t is None:
+            continue
+        value = recorder.value(index, t).detach().float().numpy()
+        grad = recorder.grad(index, t)
+        grad = None if grad is None else grad.detach().float().numpy()
+        stats[op.name] = tensor_stats(value, grad, formats)
+        if first_nonfinite is None and not np.all(np.isfinite(value)):
+            first_nonfinite = op.name
+    grads = [p.grad.detach().float().numpy() for p in params if p.grad is not None]
+    unscaled = zero_fraction(grads)
+    scale, scaled = LOSS_SCALE, None
+    while scale >= 1.0:  # as GradScaler does: lower the scale while the gradients overflow
+        again = _scaled_gradients(loss, params, scale)
+        if again is not None and all(np.all(np.isfinite(g)) for g in again):
+            scaled = zero_fraction(again)
+            break
+        scale /= 2.0**4
+    return PolicyRun(
+        policy,
+        ops,
+        True,
+        first_nonfinite=first_nonfinite,
+        zero_grad=unscaled,
+        zero_grad_scaled=scaled,
+        loss_scale=scale if scaled is not None else math.nan,
+        stats=stats,
+    )
 
 
 def training_step(model: Any, inputs: Sequence[np.ndarray], policy: str) -> Any:
@@ -332,31 +342,21 @@ def training_step(model: Any, inputs: Sequence[np.ndarray], policy: str) -> Any:
     eval mode, as the check runs it: the forward pass, under ``torch.autocast`` for the autocast
     policies, the loss in float32, ``backward`` to the parameters and floating inputs; no
     optimizer update, no recording), returning when it is done."""
-    import torch
-
-    module = _prepare(model, policy, ())
-    if module is model:
-        module = copy.deepcopy(model)
+    module = _prepare(copy.deepcopy(model), policy, ())
     module.eval()
-    dtype = _dtype(policy) if policy in ("float16", "bfloat16") else torch.float32
-    tensors = [
-        torch.tensor(x).to(dtype).requires_grad_() if np.issubdtype(x.dtype, np.floating) else torch.tensor(x)
-        for x in inputs
-    ]
+    leaves, _ = _input_tensors(inputs, policy)
+    others = [torch_tensor(x) for x in inputs if not np.issubdtype(np.asarray(x).dtype, np.floating)]
 
     def step() -> None:
         module.zero_grad(set_to_none=True)
-        for t in tensors:
-            t.grad = None
-        autocast = (
-            torch.autocast("cpu", dtype=_dtype(_policy_dtype(policy)))
-            if policy.startswith("autocast_")
-            else contextlib.nullcontext()
-        )
-        with autocast:
-            out = module(*tensors)
-        losses = [torch.mean(torch.square(t.float())) for t in _flat_tensors(out) if t.is_floating_point()]
-        torch.stack(losses).sum().backward()
+        floats, rest = iter(leaves), iter(others)
+        given = [
+            next(floats).clone() if np.issubdtype(np.asarray(x).dtype, np.floating) else next(rest)
+            for x in inputs
+        ]  # a fresh copy each step: a forward may write into its input
+        with _autocast(policy):
+            out = module(*given)
+        _loss(out).backward()
 
     return step
 
@@ -367,6 +367,7 @@ __all__ = [
     "OPINFO_NAMES",
     "POLICIES",
     "check_policy",
+    "clear_cache",
     "framework_version",
     "is_torch_module",
     "layer_weights",
