@@ -173,3 +173,165 @@ def test_a_second_check_sees_a_changed_module() -> None:
         assert next(op for op in doubled.ops if op.raw_op == "aten.addmm").max_abs == pytest.approx(
             model(torch.tensor(other)).abs().max().item(), rel=1e-6
         )
+
+
+# ------------------------------------------------------------------ declarations and kernels
+
+
+class Spectrum(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+        self.register_buffer("window", torch.hann_window(8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.stft(self.lin(x), n_fft=8, window=self.window, return_complex=True).abs()
+
+
+def test_mkl_fft_refusing_half_is_a_missing_kernel() -> None:
+    torch.manual_seed(3)
+    model, x = Spectrum(), torch.randn(2, 16)
+    with pytest.raises(RuntimeError, match="MKL FFT doesn't support tensors of type: Half"):
+        torch.stft(x.half(), n_fft=8, window=torch.hann_window(8).half(), return_complex=True)  # the oracle
+    check = check_model(model, x, policies=["float32", "float16"], devices=CPU)
+    half = next(r for r in check.results if r.policy == "float16")
+    assert half.ran is False and "MKL FFT" in half.error
+    assert half.problem is not None and half.problem.kind == "missing_kernel"
+
+
+def _status(entry: Any, fmt: str) -> str:
+    """OpInfo's word for ``fmt`` on CUDA, as the declarations name it (the test's own rule)."""
+    dtype = getattr(torch, fmt)
+    if dtype in entry.supported_dtypes("cuda"):
+        return "ok"
+    return "no_kernel" if dtype in entry.supported_dtypes("cpu") else "unsupported_dtype"
+
+
+class Distances(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x)
+        return torch.cdist(h, h)
+
+
+@pytest.mark.slow
+def test_traced_aten_ops_are_declared_as_op_db_says() -> None:
+    require_module("expecttest")
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    by_name = {(info.name, info.variant_test_name): info for info in op_db}
+    torch.manual_seed(4)
+    check = check_model(Distances(), torch.randn(3, 4), policies=["float32", "float16"], devices=["GPU"])
+    expected = {"aten._cdist_forward": by_name[("cdist", "")], "aten.addmm": by_name[("addmm", "")]}
+    for op in check.ops:
+        if op.raw_op in expected:
+            for policy in ("float32", "float16"):
+                fmt = op.dtype[policy]
+                assert op.kernel[policy]["GPU"].declared == _status(expected[op.raw_op], fmt), (
+                    op.raw_op,
+                    policy,
+                )
+    assert {op.raw_op for op in check.ops} >= set(expected)
+    sentences = dict(zip(check.policies, check.summary, strict=True))
+    assert _status(by_name[("cdist", "")], "float16") != "ok"  # OpInfo: cdist on CUDA in float32/float64 only
+    assert "every op has a declared kernel" not in sentences["float16"]
+    assert "aten._cdist_forward" in sentences["float16"]
+    assert sentences["float32"].startswith("float32 on GPU, PyTorch")
+
+
+@pytest.mark.slow
+def test_traced_names_find_their_op_db_entries() -> None:
+    require_module("expecttest")
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    from explorer.runtime import model_torch
+
+    defaults = {info.name for info in op_db if info.variant_test_name == ""}
+    defaults |= {a.name.removeprefix("torch.") for info in op_db for a in info.aliases}
+    fft_r2c = {
+        f"fft.{n}" for n in ("fft", "rfft", "rfft2", "rfftn", "fft2", "fftn", "ihfft", "ihfft2", "ihfftn")
+    }
+    # the test's own reading of which functions each aten op implements
+    oracle = {
+        "aten._cdist_forward": {"cdist"},
+        "aten._fft_r2c": fft_r2c | {"stft"},
+        "aten.convolution": {f"nn.functional.conv{d}d" for d in (1, 2, 3)}
+        | {f"nn.functional.conv_transpose{d}d" for d in (1, 2, 3)},
+        "aten.native_layer_norm": {"native_layer_norm", "nn.functional.layer_norm"},
+        "aten.addmm": {"addmm"},
+        "aten._scaled_dot_product_flash_attention_for_cpu": {"nn.functional.scaled_dot_product_attention"},
+        "aten.max_pool2d_with_indices": {"nn.functional.max_pool2d", "max_pool2d_with_indices_backward"},
+    }
+    for raw_op, names in oracle.items():
+        first = next((n for n in model_torch.opinfo_candidates(raw_op) if n in defaults), None)
+        assert first in names, (raw_op, first)
+
+
+def test_an_undeclared_op_is_named_in_the_gpu_sentence() -> None:
+    from explorer.analysis.model_summary import policy_sentence
+
+    def op(raw_op: str, declared: str | None, movement: bool = False) -> dict[str, Any]:
+        kernel = {"float16": {"GPU": {"declared": declared}}}
+        return {
+            "raw_op": raw_op,
+            "dtype": {"float16": "float16"},
+            "kernel": kernel,
+            "data_movement": movement,
+        }
+
+    ops = [
+        op("aten.addmm", "ok"),
+        op("aten._fancy", None),
+        op("aten._fancy", None),
+        op("aten.view", None, True),
+    ]
+    text = policy_sentence("float16", "GPU", "PyTorch 2.13.0", ops, None, ran=None)
+    assert "every op has a declared kernel" not in text
+    assert "1 of 3 ops have a declared kernel, not declared: aten._fancy" in text
+    declared_all = policy_sentence("float16", "GPU", "PyTorch 2.13.0", ops[:1] + ops[3:], None, ran=None)
+    assert "every op has a declared kernel" in declared_all
+
+
+class Convolutions(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 2, 3)
+        self.up = torch.nn.ConvTranspose2d(2, 4, 2, groups=2)
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.up(self.conv(x)).mean(dim=(2, 3)))
+
+
+def test_weight_blocks_run_along_the_contraction_axis() -> None:
+    from explorer.analysis.block_view import layer_block_errors
+
+    torch.manual_seed(5)
+    model = Convolutions()
+    with torch.no_grad():  # magnitudes that differ along in x kh x kw, so the layout matters
+        model.conv.weight.mul_(torch.logspace(-3, 3, 36).reshape(1, 4, 3, 3))
+        model.up.weight.mul_(torch.logspace(-3, 3, 8).reshape(2, 1, 2, 2))
+    check = check_model(
+        model, torch.randn(1, 4, 6, 6), policies=["float32"], devices=CPU, block_formats=["mxfp4"]
+    )
+    fmt = check.block_formats[0]
+
+    def error(arrays: list[np.ndarray]) -> float | None:
+        return layer_block_errors({"w": arrays}, [fmt])["w"][fmt]
+
+    conv_w, conv_b = model.conv.weight.detach().numpy(), model.conv.bias.detach().numpy()
+    # the oracle: one row per output channel holding all it sums over (in x kh x kw)
+    rows = [np.stack([conv_w[o].ravel() for o in range(2)]), conv_b]
+    assert check.weight_block_errors["conv"][fmt] == pytest.approx(error(rows))
+    assert error(rows) != pytest.approx(error([conv_w, conv_b]))  # blocks along kw alone differ
+    # ConvTranspose2d(2, 4, groups=2): weight (in=2, out/groups=2, 2, 2); output o of group g sums
+    # over the group's one input channel x the 2x2 kernel
+    up_w, up_b = model.up.weight.detach().numpy(), model.up.bias.detach().numpy()
+    up_rows = np.stack([up_w[g, o_local].ravel() for g in range(2) for o_local in range(2)])
+    assert check.weight_block_errors["up"][fmt] == pytest.approx(error([up_rows, up_b]))
+    fc = [model.fc.weight.detach().numpy(), model.fc.bias.detach().numpy()]  # (out, in): along in
+    assert check.weight_block_errors["fc"][fmt] == pytest.approx(error(fc))
+    assert any("contraction axis" in note for note in check.notes)

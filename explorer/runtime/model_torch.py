@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import difflib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,27 +32,6 @@ from explorer.runtime.torch_state import RunCache, fingerprint, working_copy
 POLICIES: tuple[str, ...] = ("float32", "float16", "bfloat16", "autocast_float16", "autocast_bfloat16")
 #: the loss scale of the scaled run (torch.amp.GradScaler starts at 2**16)
 LOSS_SCALE = 2.0**16
-
-#: aten op (overload packet) -> the OpInfo entry names it is tested under, where the names differ
-OPINFO_NAMES: dict[str, tuple[str, ...]] = {
-    "addmm": ("addmm",),
-    "convolution": ("nn.functional.conv2d",),
-    "native_layer_norm": ("nn.functional.layer_norm",),
-    "_softmax": ("softmax",),
-    "_log_softmax": ("log_softmax",),
-    "native_batch_norm": ("nn.functional.batch_norm",),
-    "_native_batch_norm_legit_no_training": ("nn.functional.batch_norm",),
-    "_native_batch_norm_legit": ("nn.functional.batch_norm",),
-    "max_pool2d_with_indices": ("nn.functional.max_pool2d",),
-    "avg_pool2d": ("nn.functional.avg_pool2d",),
-    "_adaptive_avg_pool2d": ("nn.functional.adaptive_avg_pool2d",),
-    "gelu": ("nn.functional.gelu",),
-    "silu": ("nn.functional.silu",),
-    "_scaled_dot_product_flash_attention_for_cpu": ("nn.functional.scaled_dot_product_attention",),
-    "_to_copy": ("to",),
-    "bmm": ("bmm",),
-    "baddbmm": ("baddbmm",),
-}
 
 
 def is_torch_module(model: Any) -> bool:
@@ -82,17 +62,94 @@ def framework_version() -> str:
     return str(torch.__version__)
 
 
-def opinfo_candidates(raw_op: str) -> tuple[str, ...]:
-    """The OpInfo entry names an aten op may be tested under, most likely first.
+def _name_candidates(name: str) -> tuple[str, ...]:
+    bare = name.strip("_")
+    spaces = ("nn.functional", "special", "linalg", "fft")
+    return tuple(dict.fromkeys((name, bare, *(f"{space}.{bare}" for space in spaces))))
 
-    >>> opinfo_candidates("aten.native_layer_norm"), opinfo_candidates("aten.relu")
-    (('nn.functional.layer_norm',), ('relu', 'nn.functional.relu'))
+
+_CALLED_BY: dict[int, dict[str, list[str]]] = {}
+
+
+def _called_by(data: Mapping[str, Any]) -> dict[str, list[str]]:
+    """aten op -> the names of the OpInfo entries whose samples call it, most specific first:
+    the entries that call the fewest distinct aten ops, then default variants, then the names
+    closest to the aten op's."""
+    key = id(data)
+    if key not in _CALLED_BY:
+        found: dict[str, list[tuple[int, int, float, str]]] = {}
+        for entry in data["entries"]:
+            calls = entry.get("calls", [])
+            for aten in calls:
+                closeness = difflib.SequenceMatcher(
+                    None, aten.strip("_"), entry["name"].split(".")[-1]
+                ).ratio()
+                found.setdefault(aten, []).append(
+                    (len(calls), entry["variant"] != "", -closeness, entry["name"])
+                )
+        _CALLED_BY.clear()
+        _CALLED_BY[key] = {
+            aten: list(dict.fromkeys(name for *_, name in sorted(ranked))) for aten, ranked in found.items()
+        }
+    return _CALLED_BY[key]
+
+
+def _by_words(data: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Each default-variant OpInfo name's last part -> its names (``layer_norm`` ->
+    ``nn.functional.layer_norm``), for :func:`opinfo_candidates`' word rule."""
+    out: dict[str, list[str]] = {}
+    for entry in data["entries"]:
+        if entry["variant"] == "":
+            out.setdefault(entry["name"].split(".")[-1], []).append(entry["name"])
+    return out
+
+
+def _word_candidates(name: str, data: Mapping[str, Any]) -> list[str]:
+    """The OpInfo names whose last part is a run of whole words of ``name`` (split at ``_``),
+    longest first: ``_scaled_dot_product_flash_attention_for_cpu`` ->
+    ``nn.functional.scaled_dot_product_attention`` needs the run to be words in order, so
+    ``native_layer_norm`` -> ``layer_norm``; a one-letter word alone is not a match."""
+    words = [w for w in name.split("_") if w]
+    found: list[tuple[int, str]] = []
+    for leaf, names in _by_words(data).items():
+        parts = leaf.split("_")
+        if len(leaf) < 2:
+            continue
+        it = iter(words)
+        if all(any(p == w for w in it) for p in parts):  # the leaf's words, in order, among the op's
+            found.extend((-len(parts), n) for n in names)
+    return [n for _, n in sorted(found)]
+
+
+def opinfo_candidates(raw_op: str, data: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The OpInfo entry names a traced aten op may be declared under, most likely first: by name
+    (the op itself, without its underscores, in ``nn.functional``, ``special``, ``linalg``,
+    ``fft``); then the entries whose sample inputs call it (``calls`` of
+    :func:`explorer.runtime.torch_declared.read_opinfo_data`, most specific first); then the
+    entries whose name's words are among the op's (``_scaled_dot_product_flash_attention_for_cpu``
+    -> ``nn.functional.scaled_dot_product_attention``).  ``data``: that database (None: read
+    it, :func:`~explorer.runtime.torch_declared.opinfo_data`, or the names alone where it
+    cannot be read).
+
+    >>> opinfo_candidates("aten.relu_", {"entries": []})
+    ('relu_', 'relu', 'nn.functional.relu', 'special.relu', 'linalg.relu', 'fft.relu')
+    >>> entry = {"name": "cdist", "variant": "", "calls": ["_cdist_forward"]}
+    >>> opinfo_candidates("aten._cdist_forward", {"entries": [entry]})[-1]
+    'cdist'
+    >>> entry = {"name": "nn.functional.layer_norm", "variant": "", "calls": []}
+    >>> opinfo_candidates("aten.native_layer_norm", {"entries": [entry]})[-1]
+    'nn.functional.layer_norm'
     """
     name = raw_op.removeprefix("aten.")
-    if name in OPINFO_NAMES:
-        return OPINFO_NAMES[name]
-    bare = name.rstrip("_").lstrip("_")
-    return tuple(dict.fromkeys((bare, f"nn.functional.{bare}")))
+    if data is None:
+        from explorer.runtime import torch_declared
+
+        try:
+            data = torch_declared.opinfo_data()
+        except RuntimeError:
+            return _name_candidates(name)
+    traced = _called_by(data).get(name, [])
+    return tuple(dict.fromkeys((*_name_candidates(name), *traced, *_word_candidates(name, data))))
 
 
 def _dtype(name: str) -> Any:
@@ -158,14 +215,43 @@ def _prepare(module: Any, policy: str, keep_float32: Sequence[str]) -> Any:
     return module
 
 
+#: how :func:`layer_weights` lays out each weight for block quantization, in words
+BLOCK_AXES = (
+    "PyTorch weight blocks run along the contraction axis: a Linear weight (out, in) along in; a "
+    "convolution weight (out, in/groups, *kernel) over in/groups x kernel (transposed convolutions: "
+    "(in, out/groups, *kernel) taken per output channel); other parameters along their last axis"
+)
+
+
+def _contraction_rows(module: Any, name: str, weight: np.ndarray) -> np.ndarray:
+    """``weight`` as rows, one per output, each running along what the output contracts over."""
+    import torch
+
+    conv = isinstance(module, torch.nn.modules.conv._ConvNd)
+    if not conv or name != "weight" or weight.ndim < 3:
+        return weight
+    if getattr(module, "transposed", False):  # (in, out/groups, *k) -> (out, in/groups * k)
+        groups = int(module.groups)
+        cin, per_out, kernel = weight.shape[0], weight.shape[1], weight.shape[2:]
+        w = weight.reshape(groups, cin // groups, per_out, *kernel)
+        w = np.moveaxis(w, 2, 1)  # (groups, out/groups, in/groups, *k)
+        return np.ascontiguousarray(w).reshape(groups * per_out, -1)
+    return weight.reshape(weight.shape[0], -1)  # (out, in/groups, *k) -> (out, in/groups * k)
+
+
 def layer_weights(model: Any) -> dict[str, list[np.ndarray]]:
     """Each module that holds parameters of its own (path as the op list names it, ``""`` for
-    the model) -> those parameters, float32 arrays in registration order."""
+    the model) -> those parameters, float32 arrays in registration order, each laid out so that
+    its last axis is the one a block format's blocks run along (:data:`BLOCK_AXES`): a Linear
+    weight (out, in) as it is, a convolution weight as (out, in/groups x kernel)."""
     out: dict[str, list[np.ndarray]] = {}
-    for name, module in model.named_modules():
-        own = [p.detach().float().cpu().numpy() for p in module.parameters(recurse=False)]
+    for path, module in model.named_modules():
+        own = [
+            _contraction_rows(module, name, p.detach().float().cpu().numpy())
+            for name, p in module.named_parameters(recurse=False)
+        ]
         if own:
-            out[name] = own
+            out[path] = own
     return out
 
 
@@ -362,9 +448,9 @@ def training_step(model: Any, inputs: Sequence[np.ndarray], policy: str) -> Any:
 
 
 __all__ = [
+    "BLOCK_AXES",
     "LOSS_SCALE",
     "NOT_OBSERVED",
-    "OPINFO_NAMES",
     "POLICIES",
     "check_policy",
     "clear_cache",
