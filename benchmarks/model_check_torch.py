@@ -2,6 +2,7 @@
 
     python benchmarks/model_check_torch.py            # writes benchmarks/results/model_check_torch.md
     python benchmarks/model_check_torch.py --print    # the table on stdout only
+    python benchmarks/model_check_torch.py --print --explorer DIR   # another checkout's explorer
 
 - ``resnet18``: torchvision's ResNet-18 layout (BasicBlock ×[2, 2, 2, 2], BatchNorm, ReLU(inplace=True)),
   written below, 1000 classes, one 3×64×64 image;
@@ -136,11 +137,17 @@ def build(name: str) -> tuple[Any, Any]:
     raise ValueError(f"unknown model {name!r}; valid: {', '.join(MODELS)}")
 
 
-def measure(name: str) -> dict[str, Any]:
-    """One model's figures, from a fresh ``python``."""
-    here = str(Path(__file__).resolve().parent)
+def measure(name: str, explorer_root: str | None = None) -> dict[str, Any]:
+    """One model's figures, from a fresh ``python`` started in ``explorer_root`` (the checkout
+    whose ``explorer`` is imported; None: this one)."""
+    here = Path(__file__).resolve().parent
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, name, here], capture_output=True, text=True, timeout=1800, check=False
+        [sys.executable, "-c", _CHILD, name, str(here)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+        cwd=explorer_root or here.parent,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"{name}: {proc.stderr[-3000:]}")
@@ -183,11 +190,14 @@ def report(rows: dict[str, dict[str, Any]], torch_import: float) -> str:
 
 def main(argv: list[str]) -> int:
     """Measure every model; write the results file unless ``--print``."""
+    root = argv[argv.index("--explorer") + 1] if "--explorer" in argv else None
     torch_import = import_seconds()
-    rows = {name: measure(name) for name in MODELS}
+    rows = {name: measure(name, root) for name in MODELS}
     text = report(rows, torch_import)
+    if root is not None:
+        text = text.replace("`python benchmarks/model_check_torch.py`", f"`explorer` of {root}")
     print(text)
-    if "--print" not in argv:
+    if "--print" not in argv and root is None:
         path = Path(__file__).resolve().parent / "results" / "model_check_torch.md"
         path.write_text(text, encoding="utf-8")
     return 0

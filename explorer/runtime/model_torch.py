@@ -148,8 +148,18 @@ def opinfo_candidates(raw_op: str, data: Mapping[str, Any] | None = None) -> tup
             data = torch_declared.opinfo_data()
         except RuntimeError:
             return _name_candidates(name)
-    traced = _called_by(data).get(name, [])
-    return tuple(dict.fromkeys((*_name_candidates(name), *traced, *_word_candidates(name, data))))
+    key = (id(data), name)
+    if key not in _CANDIDATES:
+        if len(_CANDIDATES) > 4096 or any(k[0] != key[0] for k in _CANDIDATES):
+            _CANDIDATES.clear()  # another database: the names found for the last one go
+        traced = _called_by(data).get(name, [])
+        _CANDIDATES[key] = tuple(
+            dict.fromkeys((*_name_candidates(name), *traced, *_word_candidates(name, data)))
+        )
+    return _CANDIDATES[key]
+
+
+_CANDIDATES: dict[tuple[int, str], tuple[str, ...]] = {}
 
 
 def _dtype(name: str) -> Any:
