@@ -33,6 +33,8 @@ def _snapshot(model: torch.nn.Module) -> dict[str, Any]:
             for n, m in model.named_modules()
         },
         "ids": {n: id(p) for n, p in model.named_parameters()},
+        "dtypes": {k: v.dtype for k, v in model.state_dict().items()},
+        "forwards": {n: "forward" in vars(m) for n, m in model.named_modules()},
     }
 
 
@@ -44,7 +46,7 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> None:
         other = b["grads"][n]
         assert (g is None) == (other is None), n
         assert g is None or torch.equal(g, other), n
-    for key in ("requires_grad", "training", "hooks", "ids"):
+    for key in ("requires_grad", "training", "hooks", "ids", "dtypes", "forwards"):
         assert a[key] == b[key], key
 
 
@@ -335,3 +337,57 @@ def test_weight_blocks_run_along_the_contraction_axis() -> None:
     fc = [model.fc.weight.detach().numpy(), model.fc.bias.detach().numpy()]  # (out, in): along in
     assert check.weight_block_errors["fc"][fmt] == pytest.approx(error(fc))
     assert any("contraction axis" in note for note in check.notes)
+
+
+class LinearThenSubtractInPlace(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(1, 1)
+        with torch.no_grad():
+            self.lin.weight.fill_(7e4)
+            self.lin.bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x)
+        h -= 7e4  # h is near 0 afterwards; the Linear returned 7e4
+        return h
+
+
+def test_statistics_are_read_before_an_augmented_assignment() -> None:
+    model, x = LinearThenSubtractInPlace(), torch.ones(1, 1)
+    with torch.no_grad():
+        direct = model.lin(x).abs().max().item()  # the oracle: the Linear's output, read here
+    assert direct > float(np.finfo(np.float16).max)
+    check = check_model(model, x, policies=["float32"], devices=CPU)
+    addmm = next(op for op in check.ops if op.raw_op == "aten.addmm")
+    assert addmm.max_abs == pytest.approx(direct) and addmm.verdict["float16"] == "overflows"
+
+
+class Locked(torch.nn.Module):
+    """A module ``copy.deepcopy`` refuses (it holds a lock), with a buffer its forward changes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.lock = threading.Lock()
+        self.lin = torch.nn.Linear(2, 2)
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return self.lin(x)
+
+
+def test_a_module_deepcopy_refuses_is_put_back_as_it_was() -> None:
+    import copy
+
+    model, x = Locked(), torch.ones(1, 2)
+    with pytest.raises(TypeError):
+        copy.deepcopy(model)
+    model(x).sum().backward()
+    model.train()
+    before = _snapshot(model)
+    check = check_model(model, x, policies=["float32", "bfloat16", "autocast_bfloat16"], devices=CPU)
+    assert all(r.ran for r in check.results)
+    _same(before, _snapshot(model))  # the bfloat16 policy cast the module itself: cast back

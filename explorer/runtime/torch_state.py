@@ -34,25 +34,55 @@ def working_copy(model: Any) -> Iterator[Any]:
     if clone is not None:
         yield clone
         return
-    import torch
-
-    training = {name: m.training for name, m in model.named_modules()}
-    params = [
-        (p, p.detach().clone(), None if p.grad is None else p.grad.detach().clone())
-        for p in model.parameters()
-    ]
-    buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    saved = [(m, _module_state(m)) for m in model.modules()]
     try:
         yield model
     finally:
-        with torch.no_grad():
-            for p, value, grad in params:
-                p.copy_(value)
-                p.grad = grad
-            for b, value in buffers:
-                b.copy_(value)
-        for name, m in model.named_modules():
-            m.training = training.get(name, m.training)
+        for m, state in saved:
+            _put_back(m, state)
+
+
+_MISSING = object()
+
+
+def _module_state(m: Any) -> dict[str, Any]:
+    """What a policy run may change on module ``m`` itself, copied: its own parameters (object,
+    value, gradient), buffers (object, value), training flag and any instance ``forward``."""
+    return {
+        "parameters": {
+            k: (p, p.detach().clone(), None if p.grad is None else p.grad.detach().clone())
+            for k, p in m._parameters.items()
+            if p is not None
+        },
+        "buffers": {k: (b, b.detach().clone()) for k, b in m._buffers.items() if b is not None},
+        "training": m.training,
+        "forward": m.__dict__.get("forward", _MISSING),
+    }
+
+
+def _restore_value(t: Any, value: Any) -> None:
+    import torch
+
+    with torch.no_grad():
+        if t.dtype == value.dtype and t.shape == value.shape:
+            t.copy_(value)
+        else:  # cast or replaced by the run: the saved tensor's dtype and shape back
+            t.data = value
+
+
+def _put_back(m: Any, state: dict[str, Any]) -> None:
+    for k, (p, value, grad) in state["parameters"].items():
+        _restore_value(p, value)
+        p.grad = grad
+        m._parameters[k] = p
+    for k, (b, value) in state["buffers"].items():
+        _restore_value(b, value)
+        m._buffers[k] = b
+    m.training = state["training"]
+    if state["forward"] is _MISSING:
+        m.__dict__.pop("forward", None)
+    else:
+        m.__dict__["forward"] = state["forward"]
 
 
 def _digest_array(h: Any, array: np.ndarray) -> None:
