@@ -194,8 +194,10 @@ def main(argv: list[str]) -> int:
     torch_import = import_seconds()
     rows = {name: measure(name, root) for name in MODELS}
     text = report(rows, torch_import)
-    if root is not None:
-        text = text.replace("`python benchmarks/model_check_torch.py`", f"`explorer` of {root}")
+    if root is not None:  # not this checkout's commit: the explorer of another
+        text = text.replace(
+            "`python benchmarks/model_check_torch.py` at commit", f"`explorer` of {root}, benchmark at"
+        )
     print(text)
     if "--print" not in argv and root is None:
         path = Path(__file__).resolve().parent / "results" / "model_check_torch.md"

@@ -40,6 +40,15 @@ def _storage_key(t: Any) -> int | None:
         return None
 
 
+def _keeper(grads: dict[int, Any], index: int) -> Any:
+    """A tensor hook keeping the first gradient it sees in ``grads[index]``."""
+
+    def keep(grad: Any) -> None:
+        grads.setdefault(index, grad.detach().clone())
+
+    return keep
+
+
 def make_recorder(stack: list[str]) -> Any:
     """A new recorder; ``stack`` holds the path of the running submodule (its last item)."""
     import torch
@@ -78,12 +87,8 @@ def make_recorder(stack: list[str]) -> Any:
                 for index in self._by_storage.pop(key, []) if key is not None else []:
                     t = next(o for o in self.outputs[index] if o.is_floating_point())
                     self.snapshots[index] = t.detach().clone()
-                    if t.requires_grad:
-
-                        def keep(grad: Any, index: int = index) -> None:
-                            self.early_grads.setdefault(index, grad.detach().clone())
-
-                        t.register_hook(keep)
+                    if t.requires_grad:  # the hook holds the dict alone: no cycle through the graph
+                        t.register_hook(_keeper(self.early_grads, index))
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
