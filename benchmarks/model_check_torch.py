@@ -3,6 +3,7 @@
     python benchmarks/model_check_torch.py            # writes benchmarks/results/model_check_torch.md
     python benchmarks/model_check_torch.py --print    # the table on stdout only
     python benchmarks/model_check_torch.py --print --explorer DIR   # another checkout's explorer
+    python benchmarks/model_check_torch.py --compare DIR  # and DIR's explorer, alternating; both in the file
 
 - ``resnet18``: torchvision's ResNet-18 layout (BasicBlock ×[2, 2, 2, 2], BatchNorm, ReLU(inplace=True)),
   written below, 1000 classes, one 3×64×64 image;
@@ -188,16 +189,47 @@ def report(rows: dict[str, dict[str, Any]], torch_import: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _table(rows: dict[str, dict[str, Any]], label: str) -> list[str]:
+    lines = [
+        f"| model ({label}) | first check, wall s | first check, CPU s | second check, wall s "
+        "| peak RSS MiB |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, r in rows.items():
+        lines.append(
+            f"| {name} | {r['first']:.1f} | {r['first_cpu']:.1f} | {r['second']:.2f} "
+            f"| {r['peak_rss_mib']:.0f} |"
+        )
+    return lines
+
+
 def main(argv: list[str]) -> int:
-    """Measure every model; write the results file unless ``--print``."""
+    """Measure every model; write the results file unless ``--print`` or ``--explorer``."""
     root = argv[argv.index("--explorer") + 1] if "--explorer" in argv else None
+    other = argv[argv.index("--compare") + 1] if "--compare" in argv else None
     torch_import = import_seconds()
-    rows = {name: measure(name, root) for name in MODELS}
+    rows, others = {}, {}
+    for name in MODELS:
+        if other is not None:  # the other checkout first, then this one: the same load for both
+            others[name] = measure(name, other)
+        rows[name] = measure(name, root)
     text = report(rows, torch_import)
     if root is not None:  # not this checkout's commit: the explorer of another
         text = text.replace(
             "`python benchmarks/model_check_torch.py` at commit", f"`explorer` of {root}, benchmark at"
         )
+    if other is not None:
+        text += "\n".join(
+            [
+                "",
+                f"## Against the explorer of {other} (`--compare`), measured alternately in the same run",
+                "",
+                *_table(others, "compared"),
+                "",
+                *_table(rows, "this checkout"),
+            ]
+        )
+        text += "\n"
     print(text)
     if "--print" not in argv and root is None:
         path = Path(__file__).resolve().parent / "results" / "model_check_torch.md"

@@ -1,15 +1,17 @@
 """Tracing and running a PyTorch ``nn.Module`` under each policy, op by op.
 
-A ``TorchDispatchMode`` sees every aten op the module runs, below autograd and below autocast:
-the op, its real input and output dtypes, and its outputs (the same tensor objects autograd
-hands back, so ``retain_grad`` on them gives each op instance's gradient after the backward
-pass).  The module path comes from forward hooks on every submodule.
+One recorded pass per policy (:mod:`explorer.runtime.torch_recorder`, a ``TorchDispatchMode``)
+sees every aten op the module runs, below autograd and below autocast: the op, its real input
+and output dtypes, and its values at its return; the module path comes from forward hooks on
+every submodule.  The loss-scaled gradients are taken through the same pass's graph.
 
-Policies: ``float32``; ``float16`` and ``bfloat16`` (a copy of the module and the inputs cast);
+Policies: ``float32``; ``float16`` and ``bfloat16`` (the module and the inputs cast);
 ``autocast_float16`` and ``autocast_bfloat16`` (``torch.autocast("cpu", dtype=...)`` around the
-forward pass, the module as given).  CUDA autocast cannot be observed on a machine without
-CUDA.  torch is imported inside the functions; the user's module is never changed (policies
-that cast work on a deep copy; hooks are removed after each run).
+forward pass).  CUDA autocast cannot be observed on a machine without CUDA.  Every policy runs
+on a copy of the module (:func:`explorer.runtime.torch_state.working_copy`) and on copies of
+the inputs: the user's module, its gradients and the input tensors are not changed.  Runs are
+kept per module while its state and the inputs are unchanged (:data:`RUNS`).  torch is
+imported inside the functions.
 """
 
 from __future__ import annotations
