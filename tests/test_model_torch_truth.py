@@ -195,6 +195,10 @@ def test_mkl_fft_refusing_half_is_a_missing_kernel() -> None:
     model, x = Spectrum(), torch.randn(2, 16)
     with pytest.raises(RuntimeError, match="MKL FFT doesn't support tensors of type: Half"):
         torch.stft(x.half(), n_fft=8, window=torch.hann_window(8).half(), return_complex=True)  # the oracle
+    from explorer.analysis.error_text import parse_error
+
+    parsed = parse_error("RuntimeError: MKL FFT doesn't support tensors of type: Half")
+    assert parsed is not None and (parsed.framework, parsed.dtype) == ("torch", "float16")
     check = check_model(model, x, policies=["float32", "float16"], devices=CPU)
     half = next(r for r in check.results if r.policy == "float16")
     assert half.ran is False and "MKL FFT" in half.error
