@@ -130,7 +130,7 @@ def policy_problem(
     fmt = compute_format(policy)
     if ran is False:
         op = ops[failing] if failing is not None else None
-        kind = "missing_kernel" if _KERNEL_ERROR.search(error) else "run_failed"
+        kind = "missing_kernel" if _KERNEL_ERROR.search(error) or _torch_kernel_error(error) else "run_failed"
         where = f" ({failing_stage})" if failing_stage else ""
         return Problem(
             kind,
@@ -251,6 +251,35 @@ def _format_max(fmt: str) -> float:
     return resolve(fmt).max
 
 
+def _undeclared(ops: Sequence[Mapping[str, Any]], policy: str, device: str) -> dict[str, int]:
+    """raw op -> how many of its instances that compute under ``policy`` in a floating dtype have
+    no declaration for ``device`` (data movement left out)."""
+    out: dict[str, int] = {}
+    for op in ops:
+        dtype = op["dtype"].get(policy) or ""
+        if op.get("data_movement") or not dtype.startswith(("float", "bfloat")):
+            continue
+        if op["kernel"].get(policy, {}).get(device, {}).get("declared") is None:
+            out[op["raw_op"]] = out.get(op["raw_op"], 0) + 1
+    return out
+
+
+#: error_text kinds in which PyTorch says a dtype has no kernel
+_TORCH_KERNEL_KINDS = frozenset({"torch_not_implemented", "torch_unsupported_dtype"})
+
+
+def _torch_kernel_error(error: str) -> bool:
+    """True when :func:`~explorer.analysis.error_text.parse_error` reads ``error`` as PyTorch
+    saying a dtype has no kernel (``MKL FFT doesn't support tensors of type: Half``)."""
+    from explorer.analysis.error_text import parse_error
+
+    try:
+        parsed = parse_error(error)
+    except ValueError:  # a text too long to read
+        return False
+    return parsed is not None and parsed.kind in _TORCH_KERNEL_KINDS
+
+
 def policy_sentence(
     policy: str,
     device: str,
@@ -273,6 +302,18 @@ def policy_sentence(
             op for op in ops if op["kernel"].get(policy, {}).get(device, {}).get("declared") is not None
         ]
         kernels = f"every op has a declared kernel (not run: no {device} here)"
+        undeclared = _undeclared(ops, policy, device)
+        if undeclared:
+            computing = sum(
+                1
+                for op in ops
+                if not op.get("data_movement")
+                and (op["dtype"].get(policy) or "").startswith(("float", "bfloat"))
+            )
+            kernels = (
+                f"{computing - sum(undeclared.values())} of {computing} ops have a declared kernel, "
+                f"not declared: {', '.join(undeclared)} (not run: no {device} here)"
+            )
         if not declared:
             kernels = f"no declaration to read and no {device} here to run"
     elif ran:

@@ -370,6 +370,8 @@ def check_model(
     if "GPU" in wanted_devices:
         notes.append("GPU: the declared kernels only; no GPU run on this machine")
     weights = runner.layer_weights(params if framework == "jax" else model) if blocks else {}
+    if blocks and getattr(runner, "BLOCK_AXES", None):
+        notes.append(runner.BLOCK_AXES)  # the axis the weight blocks run along, in words
     parts = (framework, version, chosen, wanted_devices, fmts, ops, tuple(results), tuple(notes))
     return ModelCheck(*parts, workarounds, blocks, layer_block_errors(weights, blocks))
 

@@ -41,7 +41,9 @@ from typing import Any
 from explorer.ops import Op, catalog, get_op
 
 #: version of the data :func:`read_opinfo_data` returns (a cache of another version is re-read)
-DATA_VERSION = 1
+DATA_VERSION = 2
+#: the sample inputs per OpInfo entry run to see which aten ops it calls
+TRACED_SAMPLES = 2
 #: the device types OpInfo declares for, as explorer names them
 DEVICES: dict[str, str] = {"CPU": "cpu", "GPU": "cuda"}
 #: the formats PyTorch has a dtype for (``torch_backend.torch_dtype``), for tables
@@ -103,6 +105,7 @@ def read_opinfo_data() -> dict[str, Any]:
             "backward_cpu": names(info.supported_backward_dtypes("cpu")),
             "backward_cuda": names(info.supported_backward_dtypes("cuda")),
             "dynamic": bool(getattr(info, "dynamic_dtypes", False)),
+            "calls": _aten_calls(info),
         }
         for info in op_db
     ]
@@ -113,6 +116,38 @@ def read_opinfo_data() -> dict[str, Any]:
         "entries": entries,
         "seconds": time.perf_counter() - start,
     }
+
+
+def _aten_calls(info: Any) -> list[str]:
+    """The aten ops (overload packet names) the first samples of OpInfo entry ``info`` call."""
+    import itertools
+    import warnings
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    names: dict[str, None] = {}
+
+    class Calls(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            names.setdefault(func.overloadpacket.__name__, None)
+            return func(*args, **(kwargs or {}))
+
+    try:
+        dtypes = info.supported_dtypes("cpu")
+        if not dtypes:
+            return []
+        dtype = torch.float32 if torch.float32 in dtypes else sorted(dtypes, key=str)[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for sample in itertools.islice(
+                info.sample_inputs("cpu", dtype, requires_grad=False), TRACED_SAMPLES
+            ):
+                with Calls():
+                    info(sample.input, *sample.args, **sample.kwargs)
+    except Exception:  # a sample this machine cannot run: what it called so far
+        pass
+    return list(names)
 
 
 #: what a cache file must hold to be used

@@ -94,8 +94,11 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "unsupported_dtype",
         "jax or torch",
-        "Unsupported dtype bfloat16 (JAX linear algebra; PyTorch: Unsupported dtype Half)",
-        re.compile(r"Unsupported dtype (?:torch\.)?(?P<dtype>[A-Za-z]\w{0,40})"),
+        "Unsupported dtype bfloat16 (JAX linear algebra; PyTorch: Unsupported dtype Half, "
+        "MKL FFT doesn't support tensors of type: Half)",
+        re.compile(
+            r"(?:Unsupported dtype|doesn't support tensors of type:) (?:torch\.)?(?P<dtype>[A-Za-z]\w{0,40})"
+        ),
     ),
     *MORE_PATTERNS,
 )
