@@ -85,7 +85,10 @@ def _load(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...], str]:
     import numpy as np
 
     from explorer.runtime import model_builtin, model_keras
+    from explorer.runtime.tensor_file import load_tensor
 
+    # the inputs file is read (its header checked first) before any framework is imported
+    loaded = load_tensor(args.inputs) if args.inputs else None
     if args.builtin:
         model = model_builtin.build(args.builtin, args.framework)
         inputs = model_builtin.example_inputs(args.builtin, args.framework)
@@ -100,13 +103,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...], str]:
         model = model_keras.load_safely(args.file)
         inputs = tuple(model_keras.example_inputs_for(model))
         framework = "keras"
-    if args.inputs:
-        try:
-            loaded = np.load(args.inputs, allow_pickle=False)
-        except ValueError as exc:
-            raise ValueError(f"--inputs {args.inputs!r} is not a plain .npy array ({exc})") from None
-        if not (np.issubdtype(loaded.dtype, np.floating) or np.issubdtype(loaded.dtype, np.integer)):
-            raise ValueError(f"--inputs {args.inputs!r} holds {loaded.dtype} values; give a float array")
+    if loaded is not None:
         expected = [x.shape for x in inputs]
         if len(expected) != 1 or not _shape_fits(loaded.shape, expected[0]):
             wanted = ", ".join(_shape_text(s) for s in expected)
