@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import math
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
+
+from explorer.runtime.user_path import regular_file
 
 #: the largest file read, in bytes (a float32 tensor of 64 Mi elements)
 MAX_TENSOR_BYTES = 256 * 1024 * 1024
@@ -62,28 +62,6 @@ def _refuse(name: str, why: str) -> ValueError:
     return ValueError(f"{name!r} {why}")
 
 
-def _regular_file(name: str) -> Path:
-    """``name`` as a path to a regular file (a symbolic link to one is followed), else a refusal
-    that says what it is."""
-    file = Path(name)
-    try:
-        link = file.lstat()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no such file: {name!r}") from None
-    except OSError as exc:
-        raise _refuse(name, f"cannot be read ({exc.strerror or type(exc).__name__})") from None
-    if stat.S_ISLNK(link.st_mode):
-        target = os.readlink(file)
-        if not file.exists():
-            raise _refuse(name, f"is a symbolic link to {target!r}, which does not exist")
-        if not file.is_file():
-            raise _refuse(name, f"is a symbolic link to {target!r}, which is not a regular file")
-    elif not stat.S_ISREG(link.st_mode):
-        kind = "a directory" if stat.S_ISDIR(link.st_mode) else "not a regular file"
-        raise _refuse(name, f"is {kind}")
-    return file
-
-
 def read_header(path: str | os.PathLike[str]) -> NpyHeader:
     """The checked header of the ``.npy`` file ``path``; nothing of the array is allocated.
 
@@ -95,7 +73,7 @@ def read_header(path: str | os.PathLike[str]) -> NpyHeader:
     file than the header promises.
     """
     name = os.fspath(path)
-    file = _regular_file(name)
+    file = regular_file(name)
     size = file.stat().st_size
     if size == 0:
         raise _refuse(name, "is empty (0 bytes); a .npy file is needed (save one with numpy.save)")
