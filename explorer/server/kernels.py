@@ -248,6 +248,9 @@ class CappedKernelManager(AsyncMappingKernelManager):
         finally:
             self._awaiting.pop(kernel_id, None)
             self._reaping.discard(kernel_id)
+        if getattr(self, "_voila_fill", None) is not None:  # room again: a refill the cap refused
+            for notebook in list(self._pools_now()):
+                self._fill_within_cap(0, notebook)
 
     def remove_kernel(self, kernel_id: str) -> Any:
         """The base class's, forgetting the kernel's visitor state too."""
