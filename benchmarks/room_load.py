@@ -228,7 +228,7 @@ def _run(args: argparse.Namespace, port: int, server: subprocess.Popen[bytes], l
         now = time.monotonic() - t0
         if now >= next_print:
             print(f"| {now:.0f} | {kernels} | {rss / 2**20:.0f} | {args.clients} clients |", flush=True)
-            next_print += 5
+            next_print = now + 5
         time.sleep(1.0)
     clients.close()
     stopped = time.monotonic()
@@ -239,7 +239,7 @@ def _run(args: argparse.Namespace, port: int, server: subprocess.Popen[bytes], l
         now = time.monotonic() - t0
         if now >= next_print:
             print(f"| {now:.0f} | {kernels} | {rss / 2**20:.0f} | after the clients (browser page open) |")
-            next_print += 5
+            next_print = now + 5
         time.sleep(1.0)
     after = sample(server.pid)
     close = visit.pop("close")

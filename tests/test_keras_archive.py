@@ -50,6 +50,15 @@ def test_parameters_are_the_layer_formulas(tmp_path: Path) -> None:
     assert check_keras_archive(write_keras(tmp_path / "fits.keras", fits)).parameters == limit // 101 * 101
 
 
+def test_layers_are_counted_from_the_parsed_config(tmp_path: Path) -> None:
+    """Below the "class_name" count, above the layer cap: the parsed config's layers are counted."""
+    layers = [{"module": "keras.layers", "class_name": "Dense", "config": {"units": 1}} for _ in range(6_000)]
+    path = write_keras(tmp_path / "many.keras", sequential_config(layers, [None, 1]))
+    assert json.loads(zipfile.ZipFile(path).read("config.json")).keys()  # a valid config
+    with pytest.raises(ValueError, match="declares more than 5,000 layers"):
+        check_keras_archive(path)
+
+
 def test_a_huge_declared_input_is_refused(tmp_path: Path) -> None:
     config = sequential_config([], [None, 100_000, 100_000])
     with pytest.raises(

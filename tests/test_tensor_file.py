@@ -91,11 +91,13 @@ def test_a_valid_file_reads_like_numpy(tmp_path: Path) -> None:
         np.testing.assert_array_equal(tensor_file.load_tensor(path), np.load(path).astype(np.float64))
 
 
-def test_blocks_on_a_file_is_read_piece_by_piece(tmp_path: Path, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("layout", ["rows", "fortran", "one long row"])
+def test_blocks_on_a_file_is_read_piece_by_piece(layout: str, tmp_path: Path, monkeypatch: Any) -> None:
     """Pieces of at most PIECE_ELEMENTS elements, the whole file never loaded, the same answer
     as the direct whole-array computation."""
     rng = np.random.default_rng(7)
     x = rng.standard_normal((6, 100)) * np.exp(rng.normal(0, 4, (6, 100)))
+    x = {"rows": x, "fortran": np.asfortranarray(x), "one long row": x.ravel()}[layout]
     path = tmp_path / "t.npy"
     np.save(path, x)
     monkeypatch.setattr(blocks_query, "PIECE_ELEMENTS", 64)

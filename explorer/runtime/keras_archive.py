@@ -14,8 +14,9 @@ FileNotFoundError of a missing path), before Keras is imported:
   in all (the sizes the zip directory declares: a member never reads past its declared size),
   more than :data:`MAX_ASSET_BYTES` under ``assets/`` (what Keras writes to disk), member names
   that climb out of the archive (``..``, absolute);
-- no ``config.json``, one over :data:`MAX_CONFIG_BYTES`, nested deeper than :data:`MAX_DEPTH`
-  (measured on the text before :func:`json.loads` runs), or not a model config;
+- no ``config.json``, one over :data:`MAX_CONFIG_BYTES`, with more than :data:`MAX_CLASS_NAMES`
+  ``"class_name"`` keys or nested deeper than :data:`MAX_DEPTH` (both measured on the text before
+  :func:`json.loads` runs), or not a model config;
 - classes that are not Keras' own (named), Lambda layers (they hold Python code);
 - more than :data:`MAX_LAYERS` layers, more than :data:`MAX_PARAMETERS` parameters, or a
   declared shape (an input, a layer's input, a reshape) of more than
@@ -51,11 +52,14 @@ MAX_UNCOMPRESSED_BYTES = 1024 * 1024 * 1024
 #: most bytes under ``assets/`` (Keras writes them to a temporary directory)
 MAX_ASSET_BYTES = 64 * 1024 * 1024
 #: the largest ``config.json``
-MAX_CONFIG_BYTES = 16 * 1024 * 1024
+MAX_CONFIG_BYTES = 8 * 1024 * 1024
 #: deepest nesting of lists and objects in ``config.json``
 MAX_DEPTH = 100
 #: most layers (nested models' layers included)
 MAX_LAYERS = 5_000
+#: most ``"class_name"`` keys in ``config.json`` (counted before it is parsed): a layer declares
+#: itself, its dtype policy, initializers, regularizers and constraints, at most 10 in all
+MAX_CLASS_NAMES = 10 * MAX_LAYERS
 #: most parameters (weights), computed from the config
 MAX_PARAMETERS = 100_000_000
 #: most elements per sample of a declared shape (inputs, layers' inputs, reshapes)
@@ -245,6 +249,13 @@ def _read_config(name: str, archive: zipfile.ZipFile) -> Any:
         text = member.read(MAX_CONFIG_BYTES + 1)
     if len(text) > MAX_CONFIG_BYTES:  # pragma: no cover - a member stops at its declared size
         raise _refuse(name, f"has a config.json over {MAX_CONFIG_BYTES:,} bytes")
+    declared = text.count(b'"class_name"')
+    if declared > MAX_CLASS_NAMES:
+        raise _refuse(
+            name,
+            f"declares {declared:,} classes (layers, initializers...); a model of at most {MAX_LAYERS:,} "
+            f"layers declares at most {MAX_CLASS_NAMES:,}",
+        )
     depth = json_depth(text)
     if depth > MAX_DEPTH:
         raise _refuse(name, f"has a config.json nested {depth:,} levels deep; at most {MAX_DEPTH} are read")
