@@ -297,6 +297,14 @@ def main() -> None:
                 f"{'yes' if says in text else 'NO'} | {result['wall_s']:.2f} | {result['main_s']:.3f} | "
                 f"{result['peak_rss_mib']:.0f} | {'yes' if result['tensorflow'] else 'no'} |"
             )
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", "import explorer.cli"], check=True, cwd=Path(__file__).resolve().parents[1]
+        )
+        print(
+            f"\nbaseline: a process that only imports explorer.cli took {time.perf_counter() - start:.2f} s "
+            f"here (load average {os.getloadavg()[0]:.2f})"
+        )
         print()
         for name, _, _, result in rows:
             lines = result["stderr"]
