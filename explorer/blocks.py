@@ -328,10 +328,18 @@ def _mx(blocks: np.ndarray, fmt: BlockFormat, rounding: str, rng: np.random.Gene
     return scales, None, elements
 
 
-def _nvfp4(blocks: np.ndarray, fmt: BlockFormat, rounding: str, rng: np.random.Generator) -> _Parts:
-    """Block scales, the tensor scale, and elements of NVFP4's two-level rule (module doc)."""
+def _nvfp4(
+    blocks: np.ndarray,
+    fmt: BlockFormat,
+    rounding: str,
+    rng: np.random.Generator,
+    tensor_amax: float | None = None,
+) -> _Parts:
+    """Block scales, the tensor scale, and elements of NVFP4's two-level rule (module doc);
+    ``tensor_amax`` is the whole tensor's max |x| when ``blocks`` are a piece of it."""
     amax, all_finite = _finite_max(blocks)
-    tensor_amax = float(amax.max()) if amax.size else 0.0
+    if tensor_amax is None:
+        tensor_amax = float(amax.max()) if amax.size else 0.0
     if tensor_amax == 0.0:
         tensor = 1.0
     else:
@@ -357,11 +365,14 @@ def quantize_blocks(
     rounding: str = "nearest_even",
     rng: np.random.Generator | int | None = None,
     block_size: int | None = None,
+    tensor_amax: float | None = None,
 ) -> BlockQuantized:
     """Quantize ``x`` to the block format ``fmt`` along its last axis (see the module doc).
 
     ``rounding`` is ``"nearest_even"`` or ``"stochastic"`` (the elements only: scales are
     always rounded to nearest; ``rng`` seeds it).  ``block_size`` overrides the format's.
+    ``tensor_amax`` (NVFP4 only) is the max |x| over the finite values of the whole tensor
+    when ``x`` is a piece of it (whole blocks), so that the piece gets the tensor's scale.
 
     >>> q = quantize_blocks([[1.0, -0.3], [448.0, 500.0]], "mxfp8_e4m3")
     >>> q.values.tolist(), q.scales.shape
@@ -379,8 +390,10 @@ def quantize_blocks(
     flat = x64.reshape(1) if x64.ndim == 0 else x64
     blocks, padding = _blocks(flat, block.block_size)
     with np.errstate(over="ignore", invalid="ignore"):
-        quantize = _nvfp4 if block.tensor_scale else _mx
-        scales, tensor, elements = quantize(blocks, block, rounding, generator)
+        if block.tensor_scale:
+            scales, tensor, elements = _nvfp4(blocks, block, rounding, generator, tensor_amax)
+        else:
+            scales, tensor, elements = _mx(blocks, block, rounding, generator)
         effective = scales * (tensor if tensor is not None else 1.0)
         values = (elements * effective[..., None]).reshape(*flat.shape[:-1], -1)
     values = values[..., : flat.shape[-1]].reshape(x64.shape)
@@ -399,21 +412,24 @@ class TensorScaled:
     scale: float
 
 
-def quantize_per_tensor(x: Any, element: Any) -> TensorScaled:
+def quantize_per_tensor(x: Any, element: Any, *, amax: float | None = None) -> TensorScaled:
     """Per-tensor scaling, the baseline block formats improve on: ``s = max|x| / max`` (over
-    the finite values, stored in float32; 1.0 for an all-zero tensor), each ``x / s`` rounded
-    to the element format nearest-even and saturating at its largest value, times ``s``.
-    NaN stays NaN; an infinity saturates.
+    the finite values, stored in float32, at most float32's largest value; 1.0 for an all-zero
+    tensor), each ``x / s`` rounded to the element format nearest-even and saturating at its
+    largest value, times ``s``.  NaN stays NaN; an infinity saturates.  ``amax`` is the whole
+    tensor's max |x| (finite values) when ``x`` is a piece of it.
 
     >>> quantize_per_tensor([1.0, -0.3, 448.0], "float8_e4m3fn").values.tolist()
     [1.0, -0.3125, 448.0]
     """
     fmt = resolve(element)
     x64 = _as_float64(x)
-    magnitude = np.abs(x64)
-    finite = np.isfinite(magnitude)
-    amax = float(magnitude[finite].max()) if finite.any() else 0.0
-    scale = float(np.float32(amax / fmt.max)) if amax > 0 else 1.0
+    if amax is None:
+        magnitude = np.abs(x64)
+        finite = np.isfinite(magnitude)
+        amax = float(magnitude[finite].max()) if finite.any() else 0.0
+    largest = float(np.finfo(np.float32).max)
+    scale = float(np.float32(min(amax / fmt.max, largest))) if amax > 0 else 1.0
     if scale == 0.0:  # max |x| / max below float32's smallest: the smallest float32 keeps them
         scale = float(np.finfo(np.float32).smallest_subnormal)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -156,11 +156,11 @@ def _hostile_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     files: dict[str, tuple[Path, str]] = {}
     objects = tmp_path / "objects.npy"
     np.save(objects, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
-    files["objects"] = (objects, "not a plain .npy array")
+    files["objects"] = (objects, "holds object values")
     archive = tmp_path / "archive.npy"
     np.savez(archive, a=np.ones(3))
     (tmp_path / "archive.npy.npz").rename(archive)
-    files["npz"] = (archive, "not a .npy file")
+    files["npz"] = (archive, "is a zip archive (an .npz?)")
     pickled = tmp_path / "pickled.npy"
     pickled.write_bytes(pickle.dumps([1.0, 2.0]))
     files["pickle"] = (pickled, "not a .npy file")
@@ -172,9 +172,9 @@ def _hostile_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     truncated = tmp_path / "truncated.npy"
     np.save(truncated, np.ones(1000))
     truncated.write_bytes(truncated.read_bytes()[:300])
-    files["truncated"] = (truncated, "not a plain .npy array")
+    files["truncated"] = (truncated, "is cut short: its header promises 8,000 bytes")
     (tmp_path / "folder.npy").mkdir()
-    files["folder"] = (tmp_path / "folder.npy", "is not a regular file")
+    files["folder"] = (tmp_path / "folder.npy", "is a directory")
     files["missing"] = (tmp_path / "missing.npy", "no such file")
     return files
 

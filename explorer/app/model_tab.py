@@ -221,7 +221,15 @@ class ModelTab(Tab):
             model, inputs = self.ctx.user_model
 
             def work(ctx: Any) -> ModelCheck:
-                return check_model(model, inputs)
+                try:
+                    return check_model(model, inputs)
+                except KeyboardInterrupt:
+                    raise
+                except Exception:
+                    raise
+                except BaseException as exc:  # SystemExit, GeneratorExit... from the user's code:
+                    # a failure the tab shows (the job, catching Exception, would never finish)
+                    raise RuntimeError(f"your model raised {type(exc).__name__}: {exc}") from None
         else:
 
             def work(ctx: Any) -> ModelCheck:

@@ -6,7 +6,10 @@ Workshop mode:
   the xsrf check off, voila issue #1458), and idle kernels are culled even while their
   tab stays open (``cull_connected``), after ``--cull-idle-timeout`` seconds;
 - at most ``--max-kernels`` kernels run at once; a further visitor gets a "the explorer
-  is full" page (HTTP 503) instead of a new kernel;
+  is full" page (HTTP 503) instead of a new kernel; a page whose websocket never connects
+  gives its kernel back after ``--connect-grace`` quiet seconds (a page finding the cap taken by
+  such kernels waits for them), and one address starts at most ``--client-starts`` kernels a
+  minute (:mod:`explorer.server.kernels`);
 - only requests for 127.0.0.1, localhost, [::1] (and ``--allow-host`` names) are
   answered: others get 403, which stops DNS-rebinding pages from reaching the server;
 - the page is served from a template without the CDN icon font, so a room without
@@ -47,7 +50,13 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from explorer.server.limits import DEFAULT_MAX_KERNELS, default_max_kernels
+from explorer.server.limits import (
+    DEFAULT_CLIENT_STARTS,
+    DEFAULT_CONNECT_GRACE_S,
+    DEFAULT_MAX_KERNELS,
+    RATE_WINDOW_S,
+    default_max_kernels,
+)
 
 VERB = "app"
 HELP = "serve the explorer app with Voila on 127.0.0.1 (workshop mode: idle kernels culled, works offline)"
@@ -218,6 +227,8 @@ def voila_command(
     max_kernels: int | None = None,
     allowed_hosts: Sequence[str] = (),
     connection_dir_root: Path | None = None,
+    connect_grace: float = DEFAULT_CONNECT_GRACE_S,
+    client_starts: int = DEFAULT_CLIENT_STARTS,
 ) -> list[str]:
     """The Voila command line for workshop mode on 127.0.0.1.
 
@@ -247,6 +258,8 @@ def voila_command(
         f"--MappingKernelManager.cull_idle_timeout={cull_idle_timeout}",
         "--MappingKernelManager.cull_connected=True",
         f"--CappedKernelManager.max_kernels={kernels}",
+        f"--CappedKernelManager.connect_grace={connect_grace:g}",
+        f"--CappedKernelManager.client_starts={client_starts}",
         *(f"--WorkshopVoila.allowed_hosts={name}" for name in hosts),
         "--VoilaExecutor.timeout=120",
         *(f"--VoilaConfiguration.extension_allowlist={name}" for name in PAGE_EXTENSIONS),
@@ -316,6 +329,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"'full' page (default: what 3/4 of the memory holds, at most 40; here {default_max_kernels()})",
     )
     parser.add_argument(
+        "--connect-grace",
+        type=float,
+        default=DEFAULT_CONNECT_GRACE_S,
+        metavar="SECONDS",
+        help="a page's kernel whose websocket has not connected (a client running no JavaScript: "
+        "curl, a link preview) is shut down after this many quiet seconds; only connected "
+        f"visitors keep kernels (default {DEFAULT_CONNECT_GRACE_S:g})",
+    )
+    parser.add_argument(
+        "--client-starts",
+        type=int,
+        default=DEFAULT_CLIENT_STARTS,
+        metavar="N",
+        help=f"most kernels one client address may start per {RATE_WINDOW_S:g} s; further page "
+        f"loads get HTTP 429 (default {DEFAULT_CLIENT_STARTS}; 0: no limit, for a server behind a "
+        "reverse proxy, where every visitor has the proxy's address)",
+    )
+    parser.add_argument(
         "--training-slots",
         type=bounded_int(1, MAX_SLOTS),
         default=None,
@@ -362,6 +393,10 @@ def check_options(args: argparse.Namespace) -> None:
     max_kernels = default_max_kernels() if args.max_kernels is None else args.max_kernels
     preheat = default_preheat(max_kernels) if args.preheat is None else args.preheat
     check_limits(args.port, args.cull_idle_timeout, args.cull_interval, max_kernels, preheat)
+    if not 0.5 <= args.connect_grace <= 3600:
+        raise ValueError(f"--connect-grace must be 0.5 to 3600 seconds, got {args.connect_grace:g}")
+    if args.client_starts < 0:
+        raise ValueError(f"--client-starts must be 0 (no limit) or more, got {args.client_starts}")
     for name in args.allow_host:
         normalize_host_name(name)
 
@@ -378,6 +413,8 @@ def _command(args: argparse.Namespace, notebook: Path, connection_dir_root: Path
         max_kernels=args.max_kernels,
         allowed_hosts=args.allow_host,
         connection_dir_root=connection_dir_root,
+        connect_grace=args.connect_grace,
+        client_starts=args.client_starts,
     )
 
 

@@ -13,13 +13,16 @@ HELP = (
 JSON_RESULT = (
     "one object: {tensor, shape, formats: [{format, scaling ('block'), block_size, bits_per_element, "
     "rel_rms, rel_max, norm_rel, flushed, saturated, flushed_block_max, saturated_block_max, "
-    "blocks_flushing, blocks_saturating, elements}], per_tensor: [the same per --dtype, scaling "
+    "blocks_flushing, blocks_saturating, elements, nonfinite}], per_tensor: [the same per --dtype, scaling "
     "'per_tensor'], block_sizes: [{format, block_size, bits_per_element, rel_rms, norm_rel}]}; "
-    "relative errors over the finite nonzero elements, shares of elements in [0, 1]"
+    "relative errors over the finite nonzero elements whose quantized value is finite (null when "
+    "none is), shares of elements in [0, 1]; nonfinite: the share of finite elements quantized to "
+    "NaN (an MX block scale beyond E8M0's 2**127)"
 )
 NOTES = (
     "--tensor FILE.npy is read as hostile input: a plain .npy array of real numbers (no pickles, "
-    "no .npz), at most 256 MiB; the file is only read. Blocks run along its last axis."
+    "no .npz), at most 256 MiB and 64 Mi elements, its header checked before anything is allocated; "
+    "the file is only read, a piece of at most 1 Mi elements at a time. Blocks run along its last axis."
 )
 
 _COLUMNS = (
@@ -34,6 +37,7 @@ _COLUMNS = (
     "saturated",
     "flushed_block_max",
     "saturated_block_max",
+    "nonfinite",
 )
 
 

@@ -4,8 +4,11 @@ mixed precision does to each, and which layer overflows first."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections import Counter
 from typing import Any
+
+from explorer.runtime.keras_archive import LIMITS_TEXT
 
 VERB = "model"
 HELP = (
@@ -31,7 +34,8 @@ JSON_RESULT = (
 NOTES = (
     "--file loads a Keras model with Keras' own loader under safe_mode=True: a file with Lambda "
     "layers or custom objects is refused (exit 2), nothing in it is run, and the file is only read. "
-    "Without --inputs the example input is a seeded standard-normal sample of the model's input shape."
+    "Without --inputs the example input is a seeded standard-normal sample of the model's input shape. "
+    f"Limits: {LIMITS_TEXT}; refused with one line and exit 2."
 )
 
 
@@ -85,7 +89,11 @@ def _load(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...], str]:
     import numpy as np
 
     from explorer.runtime import model_builtin, model_keras
+    from explorer.runtime.keras_archive import check_keras_archive
+    from explorer.runtime.tensor_file import load_tensor
 
+    # the inputs file is read (its header checked first) before any framework is imported
+    loaded = load_tensor(args.inputs) if args.inputs else None
     if args.builtin:
         model = model_builtin.build(args.builtin, args.framework)
         inputs = model_builtin.example_inputs(args.builtin, args.framework)
@@ -95,18 +103,12 @@ def _load(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...], str]:
             raise ValueError("--file takes a Keras model (.keras); --framework torch is for --builtin")
         if not str(args.file).endswith(".keras"):
             raise ValueError(f"--file must be a .keras file, got {args.file!r}")
-        with open(args.file, "rb"):  # a missing or unreadable file: OSError before Keras starts
-            pass
-        model = model_keras.load_safely(args.file)
+        # the archive is checked (explorer.runtime.keras_archive) before Keras is imported
+        check_keras_archive(args.file)
+        model = model_keras.load_safely(os.path.realpath(args.file))
         inputs = tuple(model_keras.example_inputs_for(model))
         framework = "keras"
-    if args.inputs:
-        try:
-            loaded = np.load(args.inputs, allow_pickle=False)
-        except ValueError as exc:
-            raise ValueError(f"--inputs {args.inputs!r} is not a plain .npy array ({exc})") from None
-        if not (np.issubdtype(loaded.dtype, np.floating) or np.issubdtype(loaded.dtype, np.integer)):
-            raise ValueError(f"--inputs {args.inputs!r} holds {loaded.dtype} values; give a float array")
+    if loaded is not None:
         expected = [x.shape for x in inputs]
         if len(expected) != 1 or not _shape_fits(loaded.shape, expected[0]):
             wanted = ", ".join(_shape_text(s) for s in expected)

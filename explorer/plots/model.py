@@ -73,7 +73,9 @@ def plot_layer_maxima(
             ax.plot([x], [bottom], "o", mfc="none", color=INK, markersize=7, zorder=3, clip_on=False)
     ax.set_yscale("log")
     ax.set_ylim(bottom, top)
-    ax.set_xticks(xs, [str(name) for name in layers], rotation=30, ha="right", fontsize=8)
+    # parse_math=False: a layer named like TeX (`$\\frac{a}{$`) is drawn as its text, never parsed
+    labels = [str(name) for name in layers]
+    ax.set_xticks(xs, labels, rotation=30, ha="right", fontsize=8, parse_math=False)
     ax.set_xlim(-0.6, len(layers) - 0.4 if layers else 0.6)
     ax.set_ylabel("max |activation| (float32 pass)")
     ax.set_title("Largest |activation| per layer against each format's range", fontsize=10)

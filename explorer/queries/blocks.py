@@ -14,7 +14,7 @@ to float8/float4 as the baseline.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,18 +22,21 @@ import numpy as np
 
 from explorer.analysis.block_errors import (
     SYNTHETIC_TENSORS,
+    ErrorAccumulator,
     ErrorStats,
     error_stats,
     synthetic_tensor,
 )
 from explorer.blocks import BLOCK_FORMAT_NAMES, block_format, quantize_blocks, quantize_per_tensor
 from explorer.formats import resolve
-from explorer.runtime.tensor_file import load_tensor
+from explorer.runtime.tensor_file import NpyHeader, load_tensor, read_header, row_chunks
 
 #: block sizes compared by default (the formats' own, 16 and 32, among them)
 DEFAULT_BLOCK_SIZES: tuple[int, ...] = (8, 16, 32, 64, 128)
 #: per-tensor baselines by default
 DEFAULT_PER_TENSOR: tuple[str, ...] = ("float8_e4m3fn", "float8_e5m2", "float4_e2m1fn")
+#: most elements of a tensor quantized at once by :func:`compare_blocks` (pieces of whole blocks)
+PIECE_ELEMENTS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,62 @@ def per_tensor_cost(x: np.ndarray, element: str) -> FormatCost:
     return FormatCost(fmt.name, "per_tensor", int(x.size), fmt.bits + 32 / max(x.size, 1), stats)
 
 
+def _pieces(source: np.ndarray | NpyHeader, multiple: int) -> Iterator[np.ndarray]:
+    """The tensor as 2-D float64 pieces of at most :data:`PIECE_ELEMENTS` elements, cut along
+    the last axis at multiples of ``multiple`` (see :func:`~explorer.runtime.tensor_file.row_chunks`)."""
+    if isinstance(source, NpyHeader):
+        yield from row_chunks(source, PIECE_ELEMENTS, multiple)
+        return
+    rows = source.reshape(1, 1) if source.ndim == 0 else source.reshape(-1, source.shape[-1])
+    length = rows.shape[1]
+    if length > PIECE_ELEMENTS:
+        width = max(multiple, PIECE_ELEMENTS // multiple * multiple)
+        for row in range(rows.shape[0]):
+            for col in range(0, length, width):
+                yield rows[row : row + 1, col : col + width]
+        return
+    step = max(1, PIECE_ELEMENTS // length)
+    for first in range(0, rows.shape[0], step):
+        yield rows[first : first + step]
+
+
+def _finite_amax(source: np.ndarray | NpyHeader) -> float:
+    """max |x| over the finite values (0.0 when there are none), piece by piece."""
+    amax = 0.0
+    for piece in _pieces(source, 1):
+        magnitude = np.abs(piece)
+        finite = magnitude[np.isfinite(magnitude)]
+        if finite.size:
+            amax = max(amax, float(finite.max()))
+    return amax
+
+
+def _streamed_block_cost(
+    source: np.ndarray | NpyHeader, name: str, amax: float, block_size: int | None = None
+) -> FormatCost:
+    """:func:`block_cost` piece by piece (NVFP4's tensor scale from the whole tensor's ``amax``)."""
+    fmt = block_format(name)
+    if block_size is not None:
+        fmt = fmt.with_block_size(block_size)
+    accumulator = ErrorAccumulator(fmt.block_size)
+    for piece in _pieces(source, fmt.block_size):
+        q = quantize_blocks(piece, fmt, tensor_amax=amax)
+        accumulator.add(piece, q.values, q.limits())
+    return FormatCost(fmt.name, "block", fmt.block_size, fmt.bits_per_element, accumulator.result())
+
+
+def _streamed_per_tensor_cost(
+    source: np.ndarray | NpyHeader, element: str, amax: float, size: int
+) -> FormatCost:
+    """:func:`per_tensor_cost` piece by piece, with the whole tensor's ``amax``."""
+    fmt = resolve(element)
+    accumulator = ErrorAccumulator(None)
+    for piece in _pieces(source, 1):
+        q = quantize_per_tensor(piece, fmt, amax=amax)
+        accumulator.add(piece, q.values, np.full(piece.shape, fmt.max * q.scale))
+    return FormatCost(fmt.name, "per_tensor", size, fmt.bits + 32 / max(size, 1), accumulator.result())
+
+
 def compare_blocks(
     tensor: str | np.ndarray,
     formats: Sequence[str] = BLOCK_FORMAT_NAMES,
@@ -134,19 +193,30 @@ def compare_blocks(
     seed: int = 0,
 ) -> BlocksComparison:
     """Each block format in ``formats`` on the tensor (see :func:`tensor_from`), at its own
-    block size and at each of ``block_sizes``, beside per-tensor scaling to ``per_tensor``."""
+    block size and at each of ``block_sizes``, beside per-tensor scaling to ``per_tensor``.
+
+    A ``.npy`` file is read piece by piece (:data:`PIECE_ELEMENTS` elements at a time, whole
+    blocks), never whole: the memory used is bounded by a piece, whatever the tensor's size."""
     names = [block_format(f).name for f in formats]
     elements = [resolve(e).name for e in per_tensor]
-    label, x = tensor_from(tensor, seed)
-    rows = [block_cost(x, name) for name in names]
+    source: np.ndarray | NpyHeader
+    if isinstance(tensor, str) and tensor not in SYNTHETIC_TENSORS and tensor.endswith(".npy"):
+        source = read_header(tensor)
+        label, shape = tensor, source.shape
+    else:
+        label, source = tensor_from(tensor, seed)
+        shape = tuple(source.shape)
+    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    amax = _finite_amax(source)
+    rows = [_streamed_block_cost(source, name, amax) for name in names]
     sizes = []
     for name in names:
-        for size in block_sizes:
-            cost = block_cost(x, name, size)
-            stats = cost.stats
-            sizes.append(BlockSizeCost(name, size, cost.bits_per_element, stats.rel_rms, stats.norm_rel))
-    baselines = [per_tensor_cost(x, e) for e in elements]
-    return BlocksComparison(label, tuple(x.shape), rows, baselines, sizes)
+        for block_size in block_sizes:
+            stats = _streamed_block_cost(source, name, amax, block_size).stats
+            bits = block_format(name).with_block_size(block_size).bits_per_element
+            sizes.append(BlockSizeCost(name, block_size, bits, stats.rel_rms, stats.norm_rel))
+    baselines = [_streamed_per_tensor_cost(source, e, amax, size) for e in elements]
+    return BlocksComparison(label, shape, rows, baselines, sizes)
 
 
 @dataclass(frozen=True)

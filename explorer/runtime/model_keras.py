@@ -300,6 +300,9 @@ def load_safely(path: str) -> Any:
     """A ``.keras`` file loaded with Keras' own loader under ``safe_mode=True``: a file with a
     Lambda layer or custom objects is refused (ValueError with Keras' reason); nothing in it is
     run.  The file is only read."""
+    from explorer.runtime.keras_archive import check_keras_archive  # bounded, before Keras builds
+
+    check_keras_archive(path)
     keras = _keras()
     try:
         return keras.saving.load_model(path, safe_mode=True, compile=False)

@@ -80,6 +80,7 @@ def measure_group(
     every dtype alike.  ``torch_threads``: PyTorch's intra-op threads in this worker
     (``torch.set_num_threads``; None leaves PyTorch's default).
 
+    A ``device`` the backend does not have here is ``no_device`` for every dtype, untimed.
     Per dtype: ``status`` (``ok``; ``fallback`` when the result came back in another dtype; else
     the status :meth:`explorer.backends.base.Backend.run` gives the same inputs), ``error``,
     ``result_dtype``, ``first_call_seconds`` (the first call, compilation included) and ``timing``
@@ -91,6 +92,11 @@ def measure_group(
     from explorer.runtime.timing import measure_interleaved
 
     op = get_op(op_name)
+    chosen = get_backend(backend)
+    if chosen.is_installed() and device not in chosen.devices():  # NumPy has no GPU; TensorFlow
+        # would place the op on the CPU and time that
+        missing = _failed(Status.NO_DEVICE, f"no {device} device is present for {backend} on this machine")
+        return {dtype: dict(missing) for dtype in dtypes}
     inputs = inputs_for(op, shapes)
     if torch_threads is not None and backend == "torch":
         from explorer.backends.torch_backend import import_torch

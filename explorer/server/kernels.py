@@ -29,25 +29,60 @@ pool when the delay is over: the pool holds only kernels being started or ready,
 kernel is still starting (just after the server started) waits for it, at most
 :data:`POOL_WAIT_S` seconds (:meth:`CappedKernelManager.wait_for_pool`), rather than start a
 second, cold kernel beside it.
+
+**A kernel per visitor, not per page request.**  Voila starts a kernel for each page request
+and runs the notebook in it; the page's JavaScript then opens the kernel's websocket.  A client
+that never does (``curl``, a link preview, a monitor, a prefetch) left its kernel alive until
+the idle culler, so forty plain ``GET /`` filled the server for a quarter of an hour.  Here:
+
+- a kernel given to a page is *awaiting* its websocket; once the kernel has been quiet (not
+  busy, no message) for :attr:`CappedKernelManager.connect_grace` seconds without a websocket
+  having connected, it is shut down (:meth:`CappedKernelManager.reap_unvisited`, every second);
+  a websocket opening (:meth:`CappedKernelManager.mark_connected`) makes it a visitor's kernel,
+  which only the idle culler ends;
+- the cap counts every kernel (their memory is real), but a page that finds the cap taken while
+  some kernels still await their websocket waits for them to be given back (at most
+  :attr:`CappedKernelManager.visitor_wait` seconds) instead of getting the "full" page: only
+  connected visitors make the server full for long;
+- each client address may start at most :attr:`CappedKernelManager.client_starts` kernels per
+  :data:`RATE_WINDOW_S` seconds (:meth:`CappedKernelManager.admit_client`; a page served from
+  the warm pool counts too); past it, the page is refused with HTTP 429 and no kernel starts.
+  Behind a reverse proxy every visitor has the proxy's address: set it to 0 (no limit) there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
+import time
+from collections import deque
+from datetime import UTC, datetime
 from typing import Any
 
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+from tornado.ioloop import PeriodicCallback
 from tornado.web import HTTPError
-from traitlets import Integer
+from traitlets import Float, Integer
 
-from explorer.server.limits import DEFAULT_MAX_KERNELS
+from explorer.server.limits import (
+    DEFAULT_CLIENT_STARTS,
+    DEFAULT_CONNECT_GRACE_S,
+    DEFAULT_MAX_KERNELS,
+    RATE_WINDOW_S,
+)
 
 #: What the server logs each time a pre-heated kernel has run the whole notebook (followed by
 #: ``<ready> of <pool size> ready``): a load test or a teacher can wait for a warm pool.
 POOL_READY = "pre-heated kernel ran the notebook:"
 #: Most seconds a page waits for a pooled kernel that is still starting.
 POOL_WAIT_S = 60.0
+#: Default most seconds a page waits for kernels awaiting their websocket to be given back.
+DEFAULT_VISITOR_WAIT_S = 90.0
+#: What the server logs when it gives back a kernel whose page never connected.
+GIVEN_BACK = "kernel given back: no websocket connected"
+#: True while a kernel is started for Voila's warm pool (not for a page)
+_FOR_POOL: contextvars.ContextVar[bool] = contextvars.ContextVar("px_for_pool", default=False)
 
 
 class ServerFull(HTTPError):
@@ -68,9 +103,40 @@ class CappedKernelManager(AsyncMappingKernelManager):
         help="Most kernels alive at once (one per visitor); further starts raise ServerFull (503).",
     )
 
+    connect_grace = Float(
+        DEFAULT_CONNECT_GRACE_S,
+        min=0.5,
+        config=True,
+        help="Seconds a page's kernel may stay quiet without its websocket having connected before "
+        "it is shut down (a client that loaded the page but runs no JavaScript).",
+    )
+    client_starts = Integer(
+        DEFAULT_CLIENT_STARTS,
+        min=0,
+        config=True,
+        help=f"Kernels one client address may start per {RATE_WINDOW_S:.0f} s (pages beyond: HTTP 429); "
+        "0: no limit (behind a reverse proxy, where every visitor has the proxy's address).",
+    )
+    visitor_wait = Float(
+        DEFAULT_VISITOR_WAIT_S,
+        min=0,
+        config=True,
+        help="Most seconds a page waits for kernels awaiting their websocket to be given back when "
+        "they fill the cap, before it gets the full page.",
+    )
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._admitted: set[str] = set()
+        #: kernels given to a page whose websocket has not connected yet: id -> when (monotonic)
+        self._awaiting: dict[str, float] = {}
+        #: kernels whose websocket has connected (visitors)
+        self._connected: set[str] = set()
+        #: kernel starts per client address (monotonic times within the window)
+        self._client_starts: dict[str, deque[float]] = {}
+        self._reaper: PeriodicCallback | None = None
+        self._reaping: set[str] = set()
+        self._giving_back: set[asyncio.Future[None]] = set()
         #: refills waiting out Voila's ``fill_delay`` (timers; cancelled by :meth:`shutdown_all`)
         self._refills: set[asyncio.TimerHandle] = set()
         voila_fill = getattr(type(self), "fill_if_needed", None)
@@ -79,8 +145,10 @@ class CappedKernelManager(AsyncMappingKernelManager):
             self._voila_fill: Any = voila_fill
             self._voila_initialize: Any = type(self)._initialize  # type: ignore[attr-defined]
             self._warming = asyncio.Semaphore(os.cpu_count() or 1)
+            self._voila_rendered: Any = type(self).get_rendered_notebook  # type: ignore[attr-defined]
             setattr(self, "fill_if_needed", self._fill_within_cap)  # noqa: B010
             setattr(self, "_initialize", self._initialize_in_turn)  # noqa: B010
+            setattr(self, "get_rendered_notebook", self._rendered_for_page)  # noqa: B010
 
     def kernel_count(self) -> int:
         """Kernels running or being started."""
@@ -106,9 +174,113 @@ class CappedKernelManager(AsyncMappingKernelManager):
         kernel_id = kernel_id if kernel_id is not None else self.new_kernel_id(**kwargs)
         self._admitted.add(kernel_id)
         try:
-            return str(await super().start_kernel(kernel_id=kernel_id, path=path, **kwargs))
+            started = str(await super().start_kernel(kernel_id=kernel_id, path=path, **kwargs))
         finally:
             self._admitted.discard(kernel_id)
+        if not _FOR_POOL.get():
+            self.await_websocket(started)
+        return started
+
+    # ------------------------------------------------------------------ a kernel per visitor
+
+    def await_websocket(self, kernel_id: str) -> None:
+        """``kernel_id`` was given to a page: given back unless its websocket connects (module doc)."""
+        self._awaiting[kernel_id] = time.monotonic()
+        if self._reaper is None:
+            interval_ms = 1000 * min(1.0, self.connect_grace / 4)
+            self._reaper = PeriodicCallback(self._reap_tick, interval_ms)
+            self._reaper.start()
+
+    def mark_connected(self, kernel_id: str) -> None:
+        """A websocket to ``kernel_id`` opened: it is a visitor's kernel from now on."""
+        if kernel_id in self:
+            self._awaiting.pop(kernel_id, None)
+            self._connected.add(kernel_id)
+
+    def awaiting_count(self) -> int:
+        """Kernels given to a page whose websocket has not connected yet."""
+        return len(self._awaiting)
+
+    def connected_count(self) -> int:
+        """Kernels whose websocket has connected (visitors), still running."""
+        return len(self._connected & set(self.list_kernel_ids()))
+
+    def _quiet_for(self, kernel_id: str, now: float) -> float:
+        """Seconds since the page got ``kernel_id`` or its last message, whichever is later;
+        0 while it is busy (running the notebook)."""
+        kernel = self.get_kernel(kernel_id)
+        if getattr(kernel, "execution_state", "") in ("busy", "starting"):
+            return 0.0
+        since = now - self._awaiting[kernel_id]
+        last = getattr(kernel, "last_activity", None)
+        if isinstance(last, datetime):
+            since = min(since, (datetime.now(UTC) - last).total_seconds())
+        return since
+
+    def _reap_tick(self) -> None:
+        self.reap_unvisited()
+
+    def reap_unvisited(self) -> list[str]:
+        """Shut down each kernel awaiting its websocket that has been quiet for
+        :attr:`connect_grace` seconds; the ids shut down."""
+        now = time.monotonic()
+        given_back = []
+        for kernel_id in list(self._awaiting):
+            if kernel_id not in self:  # shut down (the page's beacon, the culler)
+                self._awaiting.pop(kernel_id, None)
+                continue
+            if kernel_id in self._reaping or self._quiet_for(kernel_id, now) < self.connect_grace:
+                continue
+            self._reaping.add(kernel_id)
+            given_back.append(kernel_id)
+            self.log.info("%s within %.0f s: %s", GIVEN_BACK, self.connect_grace, kernel_id)
+            task = asyncio.ensure_future(self._give_back(kernel_id))
+            self._giving_back.add(task)
+            task.add_done_callback(self._giving_back.discard)
+        return given_back
+
+    async def _give_back(self, kernel_id: str) -> None:
+        try:
+            if kernel_id in self:
+                await self.shutdown_kernel(kernel_id, now=True)
+        except Exception as exc:  # already gone: nothing to give back
+            self.log.warning("giving back kernel %s failed: %s", kernel_id, exc)
+        finally:
+            self._awaiting.pop(kernel_id, None)
+            self._reaping.discard(kernel_id)
+        if getattr(self, "_voila_fill", None) is not None:  # room again: a refill the cap refused
+            for notebook in list(self._pools_now()):
+                self._fill_within_cap(0, notebook)
+
+    def remove_kernel(self, kernel_id: str) -> Any:
+        """The base class's, forgetting the kernel's visitor state too."""
+        self._awaiting.pop(kernel_id, None)
+        self._connected.discard(kernel_id)
+        return super().remove_kernel(kernel_id)
+
+    def admit_client(self, address: str) -> float | None:
+        """Count a kernel start for the client ``address``: None when admitted, else the seconds
+        until it may start another (:attr:`client_starts` per :data:`RATE_WINDOW_S`)."""
+        if self.client_starts == 0:
+            return None
+        now = time.monotonic()
+        starts = self._client_starts.setdefault(address, deque())
+        while starts and now - starts[0] >= RATE_WINDOW_S:
+            starts.popleft()
+        if len(starts) >= self.client_starts:
+            return RATE_WINDOW_S - (now - starts[0])
+        starts.append(now)
+        if len(self._client_starts) > 10_000:  # forget the addresses without a recent start
+            for key in [k for k, v in self._client_starts.items() if not v or now - v[-1] >= RATE_WINDOW_S]:
+                del self._client_starts[key]
+        return None
+
+    async def wait_for_room(self, gone: Any) -> None:
+        """While the cap is taken and some kernels still await their websocket (they will be given
+        back), wait: at most :attr:`visitor_wait` seconds, or until ``gone()`` (the client left)."""
+        deadline = time.monotonic() + self.visitor_wait
+        while self.is_full() and self._awaiting and not gone() and time.monotonic() < deadline:
+            await asyncio.sleep(0.25)
 
     # ------------------------------------------------------------------ Voila's pre-heated pool
     # Voila 0.5's pool (checked against 0.5.13): ``self._pools`` maps a notebook to a list of
@@ -186,6 +358,8 @@ class CappedKernelManager(AsyncMappingKernelManager):
         for handle in list(self._refills):
             handle.cancel()
         self._refills.clear()
+        if self._reaper is not None:
+            self._reaper.stop()
         await super().shutdown_all(now=now)
 
     async def _initialize_in_turn(
@@ -196,13 +370,23 @@ class CappedKernelManager(AsyncMappingKernelManager):
         filled at once would run 40 notebooks side by side, each slower than the executor's
         timeout allows on a small machine; in turn, the first kernels are ready within seconds."""
         await self._warming.acquire()
+        token = _FOR_POOL.set(True)  # this kernel start is the pool's, not a page's
         try:
             content = await self._voila_initialize(self, notebook_path, kernel_id, **kwargs)
         except BaseException:
             self._warming.release()
             raise
+        finally:
+            _FOR_POOL.reset(token)
         content["task"].add_done_callback(self._pooled_kernel_ready)
         return content
+
+    async def _rendered_for_page(self, notebook_name: str, *args: Any, **kwargs: Any) -> Any:
+        """Voila's ``get_rendered_notebook`` (a page takes a pooled kernel): that kernel now
+        awaits the page's websocket."""
+        rendered = await self._voila_rendered(self, notebook_name, *args, **kwargs)
+        self.await_websocket(str(rendered[2]))
+        return rendered
 
     def _pooled_kernel_ready(self, task: asyncio.Task[Any]) -> None:
         self._warming.release()

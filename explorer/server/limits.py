@@ -18,6 +18,13 @@ DEFAULT_MAX_KERNELS = 40
 KERNEL_MEMORY_BYTES = 384 * 2**20
 #: Share of the machine's memory the kernels may take by default.
 MEMORY_SHARE = 0.75
+#: Default seconds a page's kernel stays quiet without its websocket before it is given back
+#: (:class:`explorer.server.kernels.CappedKernelManager`).
+DEFAULT_CONNECT_GRACE_S = 20.0
+#: Default kernel starts per client address per :data:`RATE_WINDOW_S`.
+DEFAULT_CLIENT_STARTS = 10
+#: The window of the per-client limit, in seconds.
+RATE_WINDOW_S = 60.0
 
 
 def total_memory_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:

@@ -1,8 +1,10 @@
 """Voila for workshop mode: a Host check and a kernel cap, on top of Voila 0.5's standalone app.
 
 Run as ``python -m explorer.server.voila_main NOTEBOOK [voila options]``; every Voila
-option works, plus ``--WorkshopVoila.allowed_hosts=NAME`` (repeatable) and
-``--CappedKernelManager.max_kernels=N``.
+option works, plus ``--WorkshopVoila.allowed_hosts=NAME`` (repeatable),
+``--CappedKernelManager.max_kernels=N``, ``--CappedKernelManager.connect_grace=SECONDS`` and
+``--CappedKernelManager.client_starts=N`` (a kernel per visitor, not per page request: see
+:mod:`explorer.server.kernels`).
 
 Why this mechanism (checked against Voila 0.5.13 and jupyter_server 2.21):
 
@@ -39,6 +41,7 @@ Why this mechanism (checked against Voila 0.5.13 and jupyter_server 2.21):
 from __future__ import annotations
 
 import html
+import math
 import os
 import shutil
 import sys
@@ -90,6 +93,23 @@ def full_page(visitors: int) -> str:
     )
 
 
+def busy_page(wait_s: float) -> str:
+    """The HTML page for a client that loaded the app too often lately (HTTP 429).
+
+    >>> "try again in 12 s" in busy_page(11.2)
+    True
+    """
+    message = html.escape(
+        f"Too many page loads from your address in the last minute; try again in {math.ceil(wait_s)} s."
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<title>Precision Explorer: too many page loads</title></head>\n"
+        "<body style='font-family: sans-serif; margin: 3em;'>\n"
+        f"<h1>Precision Explorer</h1>\n<p class='px-busy'>{message}</p>\n</body></html>\n"
+    )
+
+
 class ForeignHostHandler(RequestHandler):
     """Every request with a disallowed ``Host`` header: 403 with a short plain-text message."""
 
@@ -137,7 +157,31 @@ class CappedVoilaHandler(TornadoVoilaHandler):
             # a page arriving while the pool's kernel still starts is served from it
             await manager.wait_for_pool(notebook)
         if manager.is_full() and not manager.get_pool_size(notebook):
+            # kernels whose page never connected are given back: wait for them, not refuse
+            await manager.wait_for_room(self.client_gone)
+        if self.client_gone():
+            self.finish()
+            return
+        if manager.is_full() and not manager.get_pool_size(notebook):
             self.write_full_page(manager.kernel_count())
+            return
+        wait = manager.admit_client(self.request.remote_ip or "")
+        if wait is not None:
+            self.write_busy_page(wait)
+
+    def client_gone(self) -> bool:
+        """Whether the client closed its connection (a page that waited no longer has a reader)."""
+        stream = getattr(self.request.connection, "stream", None)
+        return bool(stream is not None and stream.closed())
+
+    def write_busy_page(self, wait_s: float) -> None:
+        """Finish the request with HTTP 429: this address started too many kernels lately."""
+        self.clear()
+        self.set_status(429)
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.set_header("Cache-Control", "no-store")
+        self.set_header("Retry-After", str(max(1, math.ceil(wait_s))))
+        self.finish(busy_page(wait_s))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """The full page for :class:`ServerFull` (a start that lost a race); Voila's page otherwise."""

@@ -87,6 +87,14 @@ class KernelChannelsHandler(VoilaKernelWebsocketHandler):
             )
         await super().pre_get()
 
+    async def open(self, kernel_id: str) -> None:
+        """Connect like Voila's handler, then tell the kernel manager that this kernel's page
+        connected (:meth:`~explorer.server.kernels.CappedKernelManager.mark_connected`)."""
+        await super().open(kernel_id)
+        mark = getattr(self.kernel_manager, "mark_connected", None)
+        if mark is not None:
+            mark(kernel_id)
+
     def write_message(self, message: Any, binary: bool = False) -> Any:
         """Voila's filter (``execute_input`` messages are not sent to the page), with a bounded
         header read; every other message goes out unchanged."""
