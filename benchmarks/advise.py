@@ -6,7 +6,9 @@ the sensitivity pass's time against importing TensorFlow.
 Models (random weights, except where a trained one is named):
 
 - ``cnn``: the built-in CNN in Keras (:mod:`explorer.runtime.model_builtin`), its example input
-  (4 x 16 x 16 x 3);
+  (4 x 16 x 16 x 3); and trained on the digits
+  (:func:`explorer.training.trained_builtin.trained_builtin`), metric its accuracy on the 360
+  validation digits, at a 10% and a 25% keep budget;
 - MobileNetV2: ``keras.applications.MobileNetV2(input_shape=(96, 96, 3), weights=None,
   classes=10, classifier_activation=None)`` (logits), 4 seeded standard-normal images;
 - ResNet18: written here in PyTorch (BasicBlock x [2, 2, 2, 2], 10 classes, torch's default
@@ -22,6 +24,7 @@ TensorFlow.  Peak RSS: ``ru_maxrss`` of this process at the end and of the impor
 
 from __future__ import annotations
 
+import os
 import platform
 import resource
 import subprocess
@@ -93,8 +96,8 @@ def time_tensorflow_import() -> tuple[float, float]:
     return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
-def models() -> list[tuple[str, Any, list[np.ndarray]]]:
-    """(name, model, inputs) of the three models."""
+def models() -> list[tuple[str, Any, list[np.ndarray], Any, float]]:
+    """(name, model, inputs, labels, keep budget) of each case."""
     from explorer.backends.tensorflow_backend import import_tensorflow
     from explorer.runtime import model_builtin
 
@@ -107,18 +110,18 @@ def models() -> list[tuple[str, Any, list[np.ndarray]]]:
     mobilenet = keras.applications.MobileNetV2(
         input_shape=(96, 96, 3), weights=None, classes=10, classifier_activation=None
     )
+    from explorer.training.trained_builtin import trained_builtin
+
+    trained = trained_builtin("cnn", "keras")
+    cnn = model_builtin.build("cnn", "keras")
+    images = [rng.standard_normal((4, 96, 96, 3)).astype(np.float32)]
+    torch_images = [rng.standard_normal((4, 3, 64, 64)).astype(np.float32)]
     return [
-        (
-            "cnn (built-in, Keras)",
-            model_builtin.build("cnn", "keras"),
-            list(model_builtin.example_inputs("cnn")),
-        ),
-        ("MobileNetV2 96x96 (Keras)", mobilenet, [rng.standard_normal((4, 96, 96, 3)).astype(np.float32)]),
-        (
-            "ResNet18 64x64 (PyTorch)",
-            resnet18(torch),
-            [rng.standard_normal((4, 3, 64, 64)).astype(np.float32)],
-        ),
+        ("cnn (built-in, Keras)", cnn, list(model_builtin.example_inputs("cnn")), None, BUDGET),
+        ("cnn trained on digits (Keras)", trained.model, [trained.x_val], trained.y_val, BUDGET),
+        ("cnn trained on digits (Keras)", trained.model, [trained.x_val], trained.y_val, 0.25),
+        ("MobileNetV2 96x96 (Keras)", mobilenet, images, None, BUDGET),
+        ("ResNet18 64x64 (PyTorch)", resnet18(torch), torch_images, None, BUDGET),
     ]
 
 
@@ -133,39 +136,56 @@ def main() -> int:
         f"{len(FORMATS)} formats ({', '.join(FORMATS)}), metric relative RMS of the outputs against the "
         f"float32 model, keep budget {BUDGET:g} of the covered weights, random baseline: median of 5 seeds.",
         "",
-        "| model | covered layers | format | recipe | every layer | first and last (kept share) "
-        "| random median (5 seeds) | recipe keeps |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | metric | budget | covered layers | format | recipe | every layer "
+        "| first and last (kept share) | random median (5 seeds) | recipe keeps |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     timing: list[str] = []
-    for name, model, inputs in models():
-        advice = advise_precision(model, inputs, formats=FORMATS, budget=BUDGET, seeds=5)
+    ratios: list[str] = []
+    for name, model, inputs, labels, budget in models():
+        advice = advise_precision(model, inputs, formats=FORMATS, budget=budget, labels=labels, seeds=5)
+        metric = "accuracy points lost" if labels is not None else "relative RMS"
         for fmt in SHOWN:
             a = advice.for_format(fmt)
             kept = ", ".join(a.recipe.kept) or "none"
             first_last = f"{a.first_and_last.error:.4g} ({a.first_and_last.kept_fraction:.1%})"
             lines.append(
-                f"| {name} | {len(advice.layers)} | {fmt} | {a.recipe.error:.4g} | {a.every_layer.error:.4g} "
-                f"| {first_last} | {a.random.error:.4g} | {kept} ({a.recipe.kept_fraction:.1%}) |"
+                f"| {name} | {metric} | {budget:g} | {len(advice.layers)} | {fmt} | {a.recipe.error:.4g} "
+                f"| {a.every_layer.error:.4g} | {first_last} | {a.random.error:.4g} "
+                f"| {kept} ({a.recipe.kept_fraction:.1%}) |"
+            )
+        if labels is not None:
+            timing.append(
+                f"- {name}: float32 accuracy on its {len(labels)} validation digits "
+                f"{advice.float32_value:.4f}"
             )
         timing.append(
             f"- {name}: sensitivity {advice.seconds['sensitivity']:.1f} s ({len(advice.layers)} layers x "
             f"{len(FORMATS)} formats = {len(advice.layers) * len(FORMATS)} runs), setup "
             f"{advice.seconds['setup']:.1f} s, recipes and baselines {advice.seconds['recipes']:.1f} s"
         )
+        if name.startswith("MobileNetV2"):
+            ratios.append(
+                f"- MobileNetV2 96x96 sensitivity, {len(FORMATS)} formats, over `import tensorflow`: "
+                f"{advice.seconds['sensitivity'] / import_seconds:.2f}x"
+            )
         print(lines[-2], lines[-1], timing[-1], sep="\n", flush=True)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     lines += [
         "",
-        "Errors: relative RMS of the model's output (logits) against the float32 model's, lower is better. "
-        "First and last keeps the first and last covered layers whatever the budget (its kept share in "
-        "brackets); the recipe and the random choice keep at most 10%.",
+        "Errors, lower is better: relative RMS of the model's output (logits) against the float32 model's "
+        "(random weights), or the float32 model's accuracy minus this one's on the 360 validation digits "
+        "(trained CNN).  First and last keeps the first and last covered layers whatever the budget "
+        "(its kept share in brackets); the recipe and the random choice keep at most the budget.",
         "",
         "## Time and memory",
         "",
         *timing,
         f'- `python -c "import tensorflow"` in the same run: {import_seconds:.1f} s '
         f"(peak RSS {import_rss:.0f} MiB)",
+        *ratios,
+        f"- load average (1, 5, 15 min) at the end: {', '.join(f'{v:.1f}' for v in os.getloadavg())} "
+        f"on {os.cpu_count()} CPUs (a machine shared with other jobs: times vary from run to run)",
         f"- this process's peak RSS (TensorFlow, PyTorch, the three models, every run): {peak:.0f} MiB",
     ]
     text = "\n".join(lines) + "\n"

@@ -41,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--framework", choices=FRAMEWORKS, default="keras", help="the framework a --builtin model is built in"
     )
     parser.add_argument(
+        "--trained",
+        action="store_true",
+        help="--builtin cnn trained on scikit-learn's digits (cached); inputs and labels: its 360 "
+        "validation digits unless --inputs/--labels are given (metric: accuracy)",
+    )
+    parser.add_argument(
         "--inputs", metavar="FILE.npy", help="example inputs (a .npy float array, no pickles)"
     )
     parser.add_argument(
@@ -101,7 +107,16 @@ def _load(args: argparse.Namespace) -> tuple[Any, list[Any], Any]:
 
     from explorer.runtime import model_builtin, model_keras
 
-    if args.builtin:
+    labels = None
+    if args.trained:
+        if args.builtin != "cnn":
+            raise ValueError("--trained takes --builtin cnn")
+        from explorer.training.trained_builtin import trained_builtin
+
+        trained = trained_builtin("cnn", args.framework)
+        model, inputs = trained.model, [trained.x_val]
+        labels = None if args.inputs else trained.y_val
+    elif args.builtin:
         model = model_builtin.build(args.builtin, args.framework)
         inputs = list(model_builtin.example_inputs(args.builtin, args.framework))
     else:
@@ -125,7 +140,6 @@ def _load(args: argparse.Namespace) -> tuple[Any, list[Any], Any]:
         if loaded.shape[0] == 0 or not np.all(np.isfinite(loaded)):
             raise ValueError(f"--inputs {args.inputs!r} is empty or holds NaN/inf")
         inputs = [np.asarray(loaded, dtype=np.float32)]
-    labels = None
     if args.labels:
         labels = _load_array(args.labels, "--labels")
         if not np.issubdtype(labels.dtype, np.integer) or labels.ndim != 1:
