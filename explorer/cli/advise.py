@@ -92,12 +92,22 @@ def _bits(text: str) -> float:
     return value
 
 
+#: the most values --inputs or --labels may hold (each run converts them to float32)
+MAX_VALUES = 1 << 24
+
+
 def _load_array(path: str, what: str) -> Any:
+    """A plain .npy array (no pickles), its size read from the header before its data."""
     import numpy as np
 
     try:
-        return np.load(path, allow_pickle=False)
+        header = np.load(path, allow_pickle=False, mmap_mode="r")
+        if header.size > MAX_VALUES:
+            raise ValueError(f"{what} {path!r} holds {header.size} values; at most {MAX_VALUES}")
+        return np.array(header)
     except ValueError as exc:
+        if "at most" in str(exc):
+            raise
         raise ValueError(f"{what} {path!r} is not a plain .npy array ({exc})") from None
 
 

@@ -15,7 +15,9 @@ input channels, the ops the quantized matrix-multiply recipes replace:
 Not covered (they stay float32): depthwise and grouped convolutions (their contraction runs
 over the window alone), transposed convolutions, embeddings (a lookup, no multiply),
 normalisation layers, attention's internal projections in Keras (``EinsumDense``), biases
-(added in the float32 accumulator).  A layer's ``params`` is its kernel's element count.
+(added in the float32 accumulator), and any layer the forward pass does not call as a layer
+(PyTorch's ``MultiheadAttention`` uses its ``out_proj`` through the weight alone).  A layer's
+``params`` is its kernel's element count.
 
 The model is copied once (Keras: ``clone_model`` and its weights; PyTorch: ``copy.deepcopy``
 in eval mode) and the copy is what runs: the user's model is never changed.  A quantized
@@ -61,7 +63,8 @@ class LayerSite:
 class QuantizedRunner:
     """A copy of a model that runs with any set of its covered layers quantized.
 
-    ``layers`` lists the covered layers in the order the float32 pass first called them;
+    ``layers`` lists the covered layers in the order the float32 pass first called them (a
+    layer it never called is left out);
     :meth:`run` takes ``{layer name: format}`` (float32 for the layers left out) and returns
     the first output as a float32 array.  Quantized weights are computed once per layer and
     format.
@@ -159,8 +162,7 @@ class KerasRunner(QuantizedRunner):
 
         patched = [(layer, recorder(name, layer.call)) for name, (layer, _) in self._by_name.items()]
         self._forward(patched)
-        missing = [n for n in self._by_name if n not in order]  # never called: listed last
-        return [self._by_name[n][1] for n in order + missing]
+        return [self._by_name[n][1] for n in order]
 
     def _forward(self, patched: Sequence[tuple[Any, Callable[..., Any]]]) -> np.ndarray:
         for layer, call in patched:
@@ -233,7 +235,7 @@ class TorchRunner(QuantizedRunner):
             if site is not None:
                 by_name[name] = (module, site)
         self._by_name = by_name
-        self._originals = {n: m.weight.detach().numpy().copy() for n, (m, _) in by_name.items()}
+        self._originals = {n: m.weight.detach().float().numpy().copy() for n, (m, _) in by_name.items()}
         self.layers = self._execution_order()
 
     def _execution_order(self) -> list[LayerSite]:
@@ -251,8 +253,7 @@ class TorchRunner(QuantizedRunner):
         finally:
             for handle in handles:
                 handle.remove()
-        missing = [n for n in self._by_name if n not in order]
-        return [self._by_name[n][1] for n in order + missing]
+        return [self._by_name[n][1] for n in order]
 
     def _forward(self) -> np.ndarray:
         with self._torch.no_grad():
@@ -271,11 +272,11 @@ class TorchRunner(QuantizedRunner):
                     continue
                 module, site = self._by_name[name]
                 weight = self._quantized_weight(site, fmt, self._originals[name])
-                module.weight.data = torch.from_numpy(weight)
+                module.weight.data = torch.from_numpy(weight).to(module.weight.dtype)
 
                 def hook(_module: Any, args: Any, _site: LayerSite = site, _fmt: str = fmt) -> Any:
                     x = args[0].detach().float().numpy()
-                    q = torch.from_numpy(quantize_along(x, _fmt, _site.input_axis))
+                    q = torch.from_numpy(quantize_along(x, _fmt, _site.input_axis)).to(args[0].dtype)
                     return (q, *args[1:])
 
                 handles.append(module.register_forward_pre_hook(hook))
@@ -285,7 +286,7 @@ class TorchRunner(QuantizedRunner):
                 handle.remove()
             for name in assignment:
                 module = self._by_name[name][0]
-                module.weight.data = torch.from_numpy(self._originals[name].copy())
+                module.weight.data = torch.from_numpy(self._originals[name].copy()).to(module.weight.dtype)
 
 
 def runner_for(model: Any, inputs: Sequence[np.ndarray]) -> QuantizedRunner:
