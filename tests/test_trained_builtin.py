@@ -44,7 +44,7 @@ def test_weights_are_cached_and_a_damaged_file_is_trained_over(
     monkeypatch.setenv("PX_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(tb, "EPOCHS", 1)
     first = tb.trained_builtin("cnn", "torch")
-    cache = tmp_path / "trained_builtin" / "cnn-torch-v1.npz"
+    cache = tmp_path / "trained_builtin" / "cnn-torch-v2.npz"
     assert not first.cached and cache.is_file()
     with torch.no_grad():
         predicted = first.model(torch.from_numpy(first.x_val)).numpy().argmax(axis=1)

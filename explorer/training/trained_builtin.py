@@ -5,10 +5,12 @@ The data: scikit-learn's bundled handwritten digits (:func:`explorer.training.lo
 the CNN's standardised 8x8 images, split 80/20), each pixel repeated 2x2 to the built-in CNN's
 16x16 input and copied to its 3 channels.  The model: :func:`explorer.runtime.model_builtin.build`
 ``("cnn", framework)`` (its seeded weights), trained with Adam (learning rate 0.01, batches of
-64, :data:`EPOCHS` epochs) on the training split, cross-entropy of its logits.
+64, :data:`EPOCHS` epochs) on the training split, cross-entropy of its logits; the batches
+come in one order drawn from a seeded generator (Keras: the same order every epoch; PyTorch:
+a new order each epoch from that generator).
 
 The trained weights are cached in the project's cache directory
-(:func:`explorer.runtime.envcache.cache_dir`, ``trained_builtin/cnn-<framework>-v1.npz``) and
+(:func:`explorer.runtime.envcache.cache_dir`, ``trained_builtin/cnn-<framework>-v2.npz``) and
 read back when their shapes match the model's; without a usable cache the model is trained
 each time.
 """
@@ -25,7 +27,7 @@ import numpy as np
 #: epochs of training
 EPOCHS = 20
 #: bumped when the recipe changes: an older cache file is not read
-_VERSION = 1
+_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,8 @@ def _train_keras(model: Any, x: np.ndarray, y: np.ndarray) -> None:
         optimizer=keras.optimizers.Adam(0.01),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
-    model.fit(x, y, batch_size=64, epochs=EPOCHS, verbose=0)
+    order = np.random.default_rng(0).permutation(len(x))  # one seeded order: no global RNG touched
+    model.fit(x[order], y[order], batch_size=64, epochs=EPOCHS, shuffle=False, verbose=0)
 
 
 def _train_torch(model: Any, x: np.ndarray, y: np.ndarray) -> None:
