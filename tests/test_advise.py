@@ -357,3 +357,36 @@ def test_cli_json_and_usage_errors(capsys: Any) -> None:
         == 2
     )
     assert capsys.readouterr().err.count("error:") == 3
+
+
+@pytest.mark.slow
+def test_cli_file_inputs_and_labels(capsys: Any, tmp_path: Any) -> None:
+    """``advise --file m.keras --inputs x.npy --labels y.npy``: the metric is accuracy, the
+    float32 value is the saved model's own accuracy on those rows, and the file is unchanged."""
+    require_module("tensorflow")
+    import json
+
+    from explorer.cli import main
+
+    model = _keras_mlp()
+    path = tmp_path / "m.keras"
+    model.save(path)
+    before = path.read_bytes()
+    x = _inputs()
+    labels = np.arange(16) % 10
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", labels)
+    argv = [
+        "advise",
+        "--file",
+        str(path),
+        "--inputs",
+        str(tmp_path / "x.npy"),
+        "--labels",
+        str(tmp_path / "y.npy"),
+    ]
+    assert main([*argv, "--format", "nvfp4", "--seeds", "1", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)["result"]
+    want = float(np.mean(np.asarray(model(x)).argmax(axis=1) == labels))
+    assert result["metric"] == "accuracy" and result["float32_value"] == pytest.approx(want)
+    assert path.read_bytes() == before
