@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and readers
     from explorer.ops import catalog, get_op
     from explorer.outcome import STATUSES, Outcome, Status
     from explorer.queries.accuracy import accuracy
+    from explorer.queries.advise import advise_precision
     from explorer.queries.availability import availability
     from explorer.queries.model_check import check_model
     from explorer.queries.ranges import op_regions
@@ -77,6 +78,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Status": ("explorer.outcome", "Status"),
     "App": ("explorer.app", "App"),
     "accuracy": ("explorer.queries.accuracy", "accuracy"),
+    "advise_precision": ("explorer.queries.advise", "advise_precision"),
     "availability": ("explorer.queries.availability", "availability"),
     "block_format": ("explorer.blocks", "block_format"),
     "catalog": ("explorer.ops", "catalog"),
@@ -114,6 +116,7 @@ __all__ = [
     "Outcome",
     "Status",
     "accuracy",
+    "advise_precision",
     "all_formats",
     "all_values",
     "availability",
