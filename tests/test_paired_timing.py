@@ -156,3 +156,14 @@ def test_the_sampler_records_the_load_and_the_cpu_time() -> None:
     assert timed.machine.cpu_seconds == pytest.approx(0.5)
     assert timed.machine.threads == 1 and timed.machine.cores >= 1
     assert timed.machine.load_before is not None and timed.machine.load_before >= 0  # Linux has one
+
+
+def test_the_budget_stops_the_rounds_once_an_interval_is_possible() -> None:
+    clock = NoisyClock(2, sigma=0.0)
+    calls = {"a": lambda: clock.run(0.1), "b": lambda: clock.run(0.1)}
+    timed = measure_paired(calls, "a", warmup=0, max_time=1.0, max_count=1024, clock=clock)
+    assert timed.stopped == "budget" and timed.rounds == 16  # past max_time, to the first look's rounds
+    slow = {"a": lambda: clock.run(1.0), "b": lambda: clock.run(1.0)}
+    timed = measure_paired(slow, "a", warmup=0, max_time=2.0, max_count=1024, clock=clock)
+    assert timed.stopped == "budget" and timed.rounds < 16  # but never past 4 x max_time
+    assert timed.ratios["b"].verdict == "undecided" and "too few" in timed.ratios["b"].reason

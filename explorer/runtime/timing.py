@@ -20,7 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.analysis.paired_ratio import MachineState, PairedRatio, look_rounds, narrow_enough, paired_ratio
+from explorer.analysis.paired_ratio import (
+    FIRST_LOOK,
+    MachineState,
+    PairedRatio,
+    look_rounds,
+    narrow_enough,
+    paired_ratio,
+)
 from explorer.analysis.speed import TimingSummary, summarize
 
 #: a sample shorter than this (seconds) is made of several calls
@@ -129,6 +136,11 @@ def measure_interleaved(
     return {name: summarize(samples[name], calls_per_sample=batches[name]) for name in calls}
 
 
+#: :func:`measure_paired` runs past its ``max_time`` up to this many times it to reach the
+#: rounds of its first look (an interval); slow calls would otherwise get no interval at all
+OVERRUN = 4.0
+
+
 @dataclass
 class PairedTiming:
     """Calls timed in rounds (one sample of each per round), each compared with the baseline."""
@@ -166,7 +178,9 @@ def measure_paired(
     The rounds go on until ``min_count`` rounds and ``min_time`` seconds of the baseline's timed
     calls are done and, at one of the looks (:func:`~explorer.analysis.paired_ratio.look_rounds`),
     every interval is narrow enough (:data:`~explorer.analysis.paired_ratio.NARROW`) or excludes
-    1x; or until ``max_time`` seconds of timed calls of all of them, or ``max_count`` rounds.
+    1x; or until ``max_time`` seconds of timed calls of all of them (once the first look's
+    rounds are done, the fewest that give an interval, or :data:`OVERRUN` times ``max_time``),
+    or ``max_count`` rounds.
     Short calls are batched as in :func:`measure`.  The load average and the CPU time this
     process got (``cpu_clock``) are recorded with the rounds (``threads``: the threads the calls
     ran on, as stated).
@@ -213,7 +227,8 @@ def measure_paired(
         if looked and all(_settled(_compare(samples, baseline, n)) for n in names if n != baseline):
             stopped = "narrow"
             break
-        if max_time is not None and spent >= max_time and rounds >= 1:
+        over = max_time is not None and spent >= max_time
+        if over and (rounds >= min(FIRST_LOOK, max_count) or spent >= OVERRUN * (max_time or 0.0)):
             stopped = "budget"
             break
     machine = MachineState(
