@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,6 +173,32 @@ def set_threads(backend: str, threads: int) -> dict[str, int]:
             threading.set_intra_op_parallelism_threads(threads)
         stated["tensorflow"] = int(threading.get_intra_op_parallelism_threads()) or (os.cpu_count() or 1)
     return stated
+
+
+@contextlib.contextmanager
+def held_threads(threads: int) -> Iterator[dict[str, int]]:
+    """In this process, PyTorch's intra-op threads set to ``threads`` while the context lasts
+    (restored after) when PyTorch is already imported; yields the counts each imported
+    framework runs with (TensorFlow's as it reports it: it cannot change once started)."""
+    import sys
+
+    stated: dict[str, int] = {}
+    torch = sys.modules.get("torch")
+    before = None
+    if torch is not None:
+        before = int(torch.get_num_threads())
+        torch.set_num_threads(threads)
+        stated["torch"] = int(torch.get_num_threads())
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and hasattr(tf, "config"):
+        stated["tensorflow"] = int(tf.config.threading.get_intra_op_parallelism_threads()) or (
+            os.cpu_count() or 1
+        )
+    try:
+        yield stated
+    finally:
+        if torch is not None and before is not None:
+            torch.set_num_threads(before)
 
 
 def measure_cell(
