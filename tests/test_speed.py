@@ -171,3 +171,22 @@ def test_interleaved_rounds_share_a_load_change() -> None:
         clock=clock,
     )
     assert t["a"].median / t["b"].median == pytest.approx(2.0)
+
+
+def test_a_speed_worker_sets_pytorchs_threads_and_states_them() -> None:
+    """measure_group's thread setting, in this process: the count PyTorch itself then reports."""
+    from tests.support.require import require_module
+
+    require_module("torch")
+    import torch
+
+    from explorer.runtime.speed import set_threads
+
+    before = torch.get_num_threads()
+    try:
+        assert set_threads("torch", 1) == {"torch": 1} and torch.get_num_threads() == 1
+        assert set_threads("numpy", 1) == {}  # NumPy's threads are not set, nor stated
+        with pytest.raises(ValueError):
+            set_threads("torch", 0)
+    finally:
+        torch.set_num_threads(before)
