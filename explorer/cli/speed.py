@@ -102,7 +102,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Time the cells and print a table (or ``--json``); the coverage line goes to stderr."""
     from explorer.cli import print_json, print_table, safe_text, unique
-    from explorer.queries.speed import DEFAULT_BACKENDS, DEFAULT_DTYPES, DEFAULT_MODES, speed
+    from explorer.cli._progress import bar, wanted
+    from explorer.ops import catalog
+    from explorer.queries.speed import DEFAULT_BACKENDS, DEFAULT_DTYPES, DEFAULT_MODES, plan, speed
     from explorer.runtime.speed import MAX_TIME
 
     if bool(args.op) == bool(args.catalog):
@@ -117,22 +119,38 @@ def run(args: argparse.Namespace) -> int:
         budget = args.budget - started - EXIT_SECONDS
         if budget <= 0:
             raise ValueError(f"--budget {args.budget:g}: the command's start-up alone took longer")
-    result = speed(
-        ops=unique(args.op) or None,
-        dtypes=unique(args.dtype) or list(DEFAULT_DTYPES),
-        backends=backends,
-        modes=modes,
-        device=args.device or "CPU",
-        budget=budget,
-        min_time=min_time,
-        min_count=3 if args.budget else 5,
-        max_time=args.max_time if args.max_time is not None else MAX_TIME,
-        threads=args.threads,
+    ops = unique(args.op) or None
+    dtypes = unique(args.dtype) or list(DEFAULT_DTYPES)
+    device = args.device or "CPU"
+    cells = bar(
+        len(plan(ops or list(catalog()), dtypes, backends, modes, device)),
+        "timing",
+        "cell",
+        wanted(args.json),
     )
+    try:
+        result = speed(
+            ops=ops,
+            dtypes=dtypes,
+            backends=backends,
+            modes=modes,
+            device=device,
+            budget=budget,
+            min_time=min_time,
+            min_count=3 if args.budget else 5,
+            max_time=args.max_time if args.max_time is not None else MAX_TIME,
+            threads=args.threads,
+            on_row=None if cells is None else (lambda row: cells.update(1)),
+        )
+    finally:
+        if cells is not None:
+            cells.close()
     rows = [r.to_dict() for r in result.rows]
+    for line in result.not_installed:  # the answer's first words: what could not be timed at all
+        print(safe_text(line), file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print_json(rows)
-    else:
+    elif rows:
         print_table([_shown(r) for r in rows], COLUMNS)
         for line in result.conditions():
             print(safe_text(line))

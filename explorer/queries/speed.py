@@ -116,6 +116,10 @@ class SpeedResult:
     seconds: float = 0.0
     #: False when the budget ran out first
     complete: bool = True
+    #: cells not timed because their framework is not installed (not counted as planned), and
+    #: each missing framework in words (:func:`not_installed`)
+    cells_not_installed: int = 0
+    not_installed: list[str] = field(default_factory=list)
 
     def conditions(self) -> list[str]:
         """Lines on how the cells were timed: the intra-op threads, the load average, and in
@@ -152,11 +156,16 @@ class SpeedResult:
         >>> run.complete = False
         >>> run.coverage()
         'measured 3 of 4 cells in 59.2 s (budget 60 s; it ran out before the rest)'
+        >>> print(SpeedResult(cells_not_installed=2, not_installed=[not_installed("torch")]).coverage())
+        measured 0 of 0 cells in 0.0 s; 2 more not timed (PyTorch is not installed: pip install -e '.[torch]')
         """
         budget = "" if self.budget_seconds is None else f"budget {self.budget_seconds:g} s"
         tail = "" if self.complete else "; it ran out before the rest"
         inside = f" ({budget}{tail})" if budget or tail else ""
-        return f"measured {self.cells_measured} of {self.cells_planned} cells in {self.seconds:.1f} s{inside}"
+        line = f"measured {self.cells_measured} of {self.cells_planned} cells in {self.seconds:.1f} s{inside}"
+        if self.cells_not_installed:
+            line += f"; {self.cells_not_installed} more not timed ({'; '.join(self.not_installed)})"
+        return line
 
 
 def plan(
@@ -209,9 +218,13 @@ def speed(
     :data:`~explorer.runtime.speed.DEFAULT_THREADS`)."""
     if budget is not None and not budget > 0:
         raise ValueError(f"budget must be a positive number of seconds, got {budget!r}")
-    cells = plan(list(ops) if ops else list(catalog()), dtypes, backends, modes, device)
+    planned = plan(list(ops) if ops else list(catalog()), dtypes, backends, modes, device)
+    installed = {b: get_backend(b).is_installed() for b in dict.fromkeys(c.backend for c in planned)}
+    cells = [c for c in planned if installed[c.backend]]
     baselines: dict[tuple[Any, ...], float | None] = {}
     result = SpeedResult(cells_planned=len(cells), budget_seconds=budget)
+    result.cells_not_installed = len(planned) - len(cells)
+    result.not_installed = [not_installed(b) for b, present in installed.items() if not present]
 
     def collect(cell: Cell, answer: dict[str, Any]) -> None:
         row = _row(cell, answer, baselines)
@@ -233,6 +246,25 @@ def speed(
     result.seconds = run.seconds
     result.complete = run.complete
     return result
+
+
+#: a framework's name in words and the install command of its extra (TensorFlow is a dependency
+#: of the package itself)
+FRAMEWORKS: dict[str, tuple[str, str]] = {
+    "torch": ("PyTorch", "pip install -e '.[torch]'"),
+    "jax": ("JAX", "pip install -e '.[jax]'"),
+    "tensorflow": ("TensorFlow", "pip install -e ."),
+}
+
+
+def not_installed(backend: str) -> str:
+    """A missing framework in words, with the command that installs it.
+
+    >>> not_installed("jax")
+    "JAX is not installed: pip install -e '.[jax]'"
+    """
+    name, command = FRAMEWORKS.get(backend, (backend, f"pip install {backend}"))
+    return f"{name} is not installed: {command}"
 
 
 def _group(cell: Cell) -> tuple[Any, ...]:
