@@ -51,7 +51,7 @@ def measure(min_time: float, torch_threads: int | None, progress: bool = True) -
         MODES,
         min_time=min_time,
         max_time=1.0,
-        torch_threads=torch_threads,
+        threads=torch_threads,
         on_row=show,
     )
 

@@ -107,16 +107,26 @@ def test_check_results_carry_each_policys_step_time_and_ratio() -> None:
         seconds = took[result.policy]
         assert result.step_time is not None and result.step_time.median == pytest.approx(seconds)
         assert result.step_ratio_to_float32 == pytest.approx(seconds / took["float32"])
-        assert (
-            result.sentence
-            == f"{result.policy} ran; {step_phrase(result.step_time, result.step_ratio_to_float32)}"
-        )
+        # the steps take the same time every round: the interval is the ratio itself, and its side of 1x
+        # the verdict (float32's own row has no verdict)
+        phrase = step_phrase(result.step_time, result.step_ratio_to_float32)
+        ratio = seconds / took["float32"]
+        if result.policy == "float32":
+            assert result.sentence == f"{result.policy} ran; {phrase}"
+        else:
+            verdict = "faster" if ratio < 1 else "slower"
+            assert result.sentence.startswith(f"{result.policy} ran; {phrase[:-1]}, {verdict}: ")
+            assert f"{ratio:.3g}x-{ratio:.3g}x (99.99%, " in result.sentence
         row = json.loads(json.dumps(result.to_dict()))
         assert row["step_time"]["median"] == pytest.approx(seconds)
         assert row["step_ratio_to_float32"] == pytest.approx(seconds / took["float32"])
-    assert notes == [
+    assert notes[0] == (
         "step time under float16: not measured, the plain step failed (RuntimeError: no kernel for float16)"
-    ]
+    )
+    assert all(
+        n.startswith(("step times measured with intra-op threads: ", "step times: the machine"))
+        for n in notes[1:]
+    )
 
 
 def test_a_step_that_does_more_work_ranks_slower(jax_mlp: Any) -> None:
@@ -185,3 +195,15 @@ def test_keras_step_gives_every_gradient_under_a_mixed_policy() -> None:
     expected += [(x.shape, "float32") for x in inputs]
     assert [(tuple(g.shape), g.dtype.name) for g in grads] == expected
     assert all(np.all(np.isfinite(g.numpy())) and np.any(g.numpy() != 0) for g in grads)
+
+
+def test_the_steps_are_timed_on_the_default_threads_and_the_count_restored_after() -> None:
+    require_module("torch")
+    import torch
+
+    from explorer.runtime.speed import DEFAULT_THREADS, held_threads
+
+    before = torch.get_num_threads()
+    with held_threads(DEFAULT_THREADS) as stated:
+        assert torch.get_num_threads() == DEFAULT_THREADS == stated["torch"]
+    assert torch.get_num_threads() == before

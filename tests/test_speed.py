@@ -4,6 +4,7 @@ drives), NumPy's percentiles and a tenfold difference in work, never against a t
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -99,7 +100,15 @@ def test_speed_query_through_the_workers_gives_ratios_to_float32() -> None:
     f16 = rows["float16"]
     assert f16.status == "ok" and f16.result_dtype == "float16" and f16.samples >= 3
     assert f16.ratio_to_float32 == pytest.approx(f16.median_seconds / rows["float32"].median_seconds)
-    assert f16.slow == (f16.ratio_to_float32 > 1.5)
+    assert f16.slow == (f16.ratio_to_float32 > 1.5 and f16.verdict == "slower")
+    # the ratio comes with its interval from rounds of both, and a verdict that agrees with it
+    assert rows["float32"].verdict == "baseline" and rows["float32"].ratio_low is None
+    assert f16.rounds >= 16 and f16.ratio_low is not None and f16.ratio_high is not None
+    assert f16.ratio_low <= f16.ratio_high
+    side = "slower" if f16.ratio_low > 1 else "faster" if f16.ratio_high < 1 else "undecided"
+    assert f16.verdict in (side, "undecided")
+    assert f16.load is not None and f16.cores == os.cpu_count() and f16.cpu_share is not None
+    assert f16.threads is None  # NumPy's threads are not set
     # numpy has no float8 dtype: the backend's own verdict, no timing
     numpy_verdict = __import__("explorer").get_backend("numpy").run("exp", "float8_e4m3fn").status.value
     assert rows["float8_e4m3fn"].status == numpy_verdict and rows["float8_e4m3fn"].median_seconds is None
@@ -163,3 +172,22 @@ def test_interleaved_rounds_share_a_load_change() -> None:
         clock=clock,
     )
     assert t["a"].median / t["b"].median == pytest.approx(2.0)
+
+
+def test_a_speed_worker_sets_pytorchs_threads_and_states_them() -> None:
+    """measure_group's thread setting, in this process: the count PyTorch itself then reports."""
+    from tests.support.require import require_module
+
+    require_module("torch")
+    import torch
+
+    from explorer.runtime.speed import set_threads
+
+    before = torch.get_num_threads()
+    try:
+        assert set_threads("torch", 1) == {"torch": 1} and torch.get_num_threads() == 1
+        assert set_threads("numpy", 1) == {}  # NumPy's threads are not set, nor stated
+        with pytest.raises(ValueError):
+            set_threads("torch", 0)
+    finally:
+        torch.set_num_threads(before)

@@ -58,7 +58,8 @@ class SpeedLayer:
         self.measured: dict[tuple[Any, ...], list[Any]] = {}
         #: selections timed (or tried) since speed was chosen
         self.tried: set[tuple[Any, ...]] = set()
-        #: what the last measurement said about its coverage
+        #: what the last measurement said: its coverage, the verdicts, threads and load
+        #: (:func:`speed_words`)
         self.coverage: dict[tuple[Any, ...], str] = {}
 
     @property
@@ -145,9 +146,35 @@ class SpeedLayer:
                 on_row=arrived,
             )
         self.measured[selection] = list(result.rows)
-        self.coverage[selection] = result.coverage()
-        ctx.progress(1.0, result.coverage())
+        self.coverage[selection] = speed_words(result)
+        ctx.progress(1.0, self.coverage[selection])
         return len(result.rows)
 
     def _done(self, job: Job) -> None:
         self._on_change()
+
+
+def speed_words(result: Any) -> str:
+    """A measurement in words: its coverage, how many cells were faster, slower or undecided
+    than float32 (their intervals: :mod:`explorer.analysis.paired_ratio`), the threads, the load
+    and, when the machine was busy, why.
+
+    >>> from explorer.queries.speed import SpeedResult, SpeedRow
+    >>> verdicts = (("float32", "baseline"), ("float16", "slower"), ("bfloat16", ""))
+    >>> rows = [SpeedRow("torch", "exp", "65536", d, "CPU", "eager", "ok", verdict=v, threads=1, load=0.5,
+    ...                  cores=2) for d, v in verdicts]
+    >>> result = SpeedResult(rows=rows, cells_planned=3, cells_measured=3, seconds=2.0)
+    >>> for part in speed_words(result).split("; "):
+    ...     print(part)
+    measured 3 of 3 cells in 2.0 s
+    against float32: 1 slower
+    intra-op threads: torch 1
+    load average 0.5 on 2 cores while timing
+    """
+    counts: dict[str, int] = {}
+    for row in result.rows:
+        if row.verdict in ("faster", "slower", "undecided"):
+            counts[row.verdict] = counts.get(row.verdict, 0) + 1
+    verdicts = ", ".join(f"{counts[v]} {v}" for v in ("faster", "slower", "undecided") if v in counts)
+    parts = [result.coverage(), *([f"against float32: {verdicts}"] if verdicts else []), *result.conditions()]
+    return "; ".join(parts)

@@ -30,25 +30,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the report."""
+    from explorer.backends import get_backend
     from explorer.cli import print_json, print_table, safe_text
     from explorer.queries.hardware import hardware
+    from explorer.queries.speed import not_installed
 
-    report = hardware(probe_libraries=not args.no_libraries)
+    # PyTorch is what reports oneDNN's path and the CUDA devices: without it, said in words
+    missing = "" if get_backend("torch").is_installed() else not_installed("torch")
+    report = hardware(probe_libraries=not args.no_libraries and not missing)
+    if missing and not args.no_libraries:
+        report.error = f"{missing} (no PyTorch/oneDNN report)"
     data = report.to_dict()
     if args.json:
         print_json(data)
         return 0
     cpu = data["cpu"]
+    if missing:
+        print(safe_text(f"{missing} (no PyTorch/oneDNN report; the CPU flags and nvidia-smi only)"))
     print(safe_text(f"CPU: {cpu['model'] or 'unknown model'} ({cpu['architecture']})"))
     print_table(
         [{"flag": k, "present": "yes" if v else "no"} for k, v in cpu["flags"].items()], ["flag", "present"]
     )
     for line in [*data["notes"], *data["library_notes"]]:
         print(safe_text(line))
-    if data["error"]:
+    if data["error"] and not missing:
         print(safe_text(f"libraries: {data['error']}"))
     if not data["gpus"]:
-        print("GPUs: none found (no nvidia-smi, and PyTorch sees no CUDA device)")
+        asked = "PyTorch was not asked" if args.no_libraries or missing else "PyTorch sees no CUDA device"
+        print(f"GPUs: none found (no nvidia-smi, and {asked})")
     for gpu in data["gpus"]:
         cores = gpu["tensor_cores"]
         formats = (

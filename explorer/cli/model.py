@@ -148,16 +148,19 @@ def run(args: argparse.Namespace) -> int:
     runner = model_torch if args.builtin and args.framework == "torch" else model_keras
     for policy in unique(args.policy):  # before anything is loaded or run
         runner.check_policy(policy)
-    model, inputs, _ = _load(args)
-    check = check_model(
-        model,
-        inputs,
-        policies=unique(args.policy) or None,
-        devices=unique(args.device) or None,
-        formats=unique(args.dtype) or None,
-        block_formats=unique(args.block_format) or None,
-        time_steps=args.time_steps,
-    )
+    from explorer.cli._progress import elapsed, wanted
+
+    with elapsed("loading and checking the model", wanted(args.json)):
+        model, inputs, _ = _load(args)
+        check = check_model(
+            model,
+            inputs,
+            policies=unique(args.policy) or None,
+            devices=unique(args.device) or None,
+            formats=unique(args.dtype) or None,
+            block_formats=unique(args.block_format) or None,
+            time_steps=args.time_steps,
+        )
     status = 0 if check.ok else 1
     if args.json:
         print_json(check.to_dict())

@@ -55,7 +55,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Train each policy and print a table (or ``--json``); everything is checked before TensorFlow loads."""
     import importlib.util
-    import sys
 
     from explorer.cli import print_json, print_table
     from explorer.training import POLICY_NAMES, TrainingConfig, run_policies
@@ -75,20 +74,29 @@ def run(args: argparse.Namespace) -> int:
 
         import_tensorflow()
 
-    def progress(done: int, total: int) -> None:
-        if not args.json and sys.stderr.isatty():
-            print(f"\r{done}/{total} steps", end="", file=sys.stderr, flush=True)
+    from explorer.cli._progress import bar, wanted
 
-    results = run_policies(
-        policies,
-        model=args.model,
-        scenario=args.scenario,
-        epochs=args.epochs,
-        seed=args.seed,
-        progress=progress,
-    )
-    if not args.json and sys.stderr.isatty():
-        print(file=sys.stderr)
+    shown = wanted(args.json)
+    steps: list[Any] = []  # the bar, made once the total is known
+
+    def progress(done: int, total: int) -> None:
+        if not steps:
+            steps.append(bar(total, "training", "step", shown))
+        if steps[0] is not None:
+            steps[0].update(done - steps[0].n)
+
+    try:
+        results = run_policies(
+            policies,
+            model=args.model,
+            scenario=args.scenario,
+            epochs=args.epochs,
+            seed=args.seed,
+            progress=progress,
+        )
+    finally:
+        if steps and steps[0] is not None:
+            steps[0].close()
     if args.out:
         _write_plots(results, args.out)
     if args.json:

@@ -3,9 +3,13 @@ float32 on the same backend, device, mode and shapes (:func:`speed`), measured i
 workers (:mod:`explorer.runtime.speed`).
 
 A row is one cell: its availability ``status`` (``ok``, ``fallback``, ``no_kernel`` ...), its
-timing (median and quartiles, seconds per call) and ``ratio_to_float32`` (its median over the
-float32 median of the same group).  A cell can be ``ok`` and ``slow`` at once
-(:data:`~explorer.analysis.speed.SLOW_RATIO`).
+timing (median and quartiles, seconds per call), ``ratio_to_float32`` (its median over the
+float32 median of the same group) with the interval of the ratio from the rounds that timed both
+and a ``verdict`` (``faster``, ``slower``, ``undecided``; :mod:`explorer.analysis.paired_ratio`),
+the machine's load and the CPU time the worker got while they were timed, and the intra-op
+threads it ran with.  A cell is ``slow`` when its ratio is above
+:data:`~explorer.analysis.speed.SLOW_RATIO` and its verdict is ``slower``; it can be ``ok`` and
+``slow`` at once.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from explorer.analysis.paired_ratio import MachineState, machine_note
 from explorer.analysis.speed import SLOW_RATIO, is_slow, ratio_to_baseline, workloads
 from explorer.backends import get_backend, normalize_device
 from explorer.formats import resolve
@@ -28,6 +33,15 @@ DEFAULT_BACKENDS: tuple[str, ...] = ("tensorflow", "torch", "jax")
 #: the modes timed when none is named (``compile``, PyTorch's torch.compile, only when asked for:
 #: every cell compiles afresh, seconds each)
 DEFAULT_MODES: tuple[str, ...] = ("eager", "xla")
+#: the fields of :class:`~explorer.analysis.paired_ratio.MachineState` a worker sends
+MACHINE_FIELDS: tuple[str, ...] = (
+    "load_before",
+    "load_after",
+    "cores",
+    "wall_seconds",
+    "cpu_seconds",
+    "threads",
+)
 #: the dtypes timed when none is named
 DEFAULT_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
 
@@ -57,8 +71,27 @@ class SpeedRow:
     float32_median_seconds: float | None = None
     #: ``median_seconds / float32_median_seconds``
     ratio_to_float32: float | None = None
-    #: ratio above :data:`~explorer.analysis.speed.SLOW_RATIO`
+    #: the interval of the ratio (rounds that timed this dtype and float32), its confidence and
+    #: the rounds; None when there is none (float32's own row, a cell timed alone, too few rounds)
+    ratio_low: float | None = None
+    ratio_high: float | None = None
+    confidence: float | None = None
+    rounds: int = 0
+    #: ``faster``, ``slower`` or ``undecided`` than float32 (``baseline`` on float32's own row,
+    #: ``""`` when the cell was not timed), and why when undecided
+    verdict: str = ""
+    verdict_reason: str = ""
+    #: ratio above :data:`~explorer.analysis.speed.SLOW_RATIO` and verdict ``slower``
     slow: bool = False
+    #: the 1-minute load average (the higher of before and after), the logical CPUs, and the CPU
+    #: seconds the worker got per wall second, while the cell's rounds ran
+    load: float | None = None
+    cores: int | None = None
+    cpu_share: float | None = None
+    #: words when the machine was busy then (:func:`~explorer.analysis.paired_ratio.machine_note`)
+    busy: str = ""
+    #: the intra-op threads the framework ran with (None: not set, e.g. JAX's and NumPy's)
+    threads: int | None = None
     #: the dtype the result came back in
     result_dtype: str | None = None
     #: the first call, compilation included (seconds)
@@ -83,6 +116,38 @@ class SpeedResult:
     seconds: float = 0.0
     #: False when the budget ran out first
     complete: bool = True
+    #: cells not timed because their framework is not installed (not counted as planned), and
+    #: each missing framework in words (:func:`not_installed`)
+    cells_not_installed: int = 0
+    not_installed: list[str] = field(default_factory=list)
+
+    def conditions(self) -> list[str]:
+        """Lines on how the cells were timed: the intra-op threads, the load average, and in
+        words when the machine was busy (the busiest cell's note).
+
+        >>> row = SpeedRow("torch", "exp", "65536", "float16", "CPU", "eager", "ok", load=14.5, cores=2,
+        ...                cpu_share=0.9, busy="the machine was busy while timing (load 14.5 on 2 cores)",
+        ...                threads=1)
+        >>> for line in SpeedResult(rows=[row]).conditions():
+        ...     print(line)
+        intra-op threads: torch 1
+        load average 14.5 on 2 cores while timing
+        1 of 1 timed cells: the machine was busy while timing (load 14.5 on 2 cores)
+        """
+        timed = [r for r in self.rows if r.load is not None]
+        lines = []
+        threads = dict.fromkeys(f"{r.backend} {r.threads}" for r in self.rows if r.threads is not None)
+        if threads:
+            lines.append("intra-op threads: " + ", ".join(threads))
+        if timed:
+            low, high = min(r.load or 0.0 for r in timed), max(r.load or 0.0 for r in timed)
+            span = f"{high:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}-{high:.1f}"
+            lines.append(f"load average {span} on {timed[0].cores} cores while timing")
+        busy = [r for r in timed if r.busy]
+        if busy:
+            worst = max(busy, key=lambda r: r.load or 0.0)
+            lines.append(f"{len(busy)} of {len(timed)} timed cells: {worst.busy}")
+        return lines
 
     def coverage(self) -> str:
         """One line: how many cells were measured, in how long, within what budget.
@@ -91,11 +156,16 @@ class SpeedResult:
         >>> run.complete = False
         >>> run.coverage()
         'measured 3 of 4 cells in 59.2 s (budget 60 s; it ran out before the rest)'
+        >>> print(SpeedResult(cells_not_installed=2, not_installed=[not_installed("torch")]).coverage())
+        measured 0 of 0 cells in 0.0 s; 2 more not timed (PyTorch is not installed: pip install -e '.[torch]')
         """
         budget = "" if self.budget_seconds is None else f"budget {self.budget_seconds:g} s"
         tail = "" if self.complete else "; it ran out before the rest"
         inside = f" ({budget}{tail})" if budget or tail else ""
-        return f"measured {self.cells_measured} of {self.cells_planned} cells in {self.seconds:.1f} s{inside}"
+        line = f"measured {self.cells_measured} of {self.cells_planned} cells in {self.seconds:.1f} s{inside}"
+        if self.cells_not_installed:
+            line += f"; {self.cells_not_installed} more not timed ({'; '.join(self.not_installed)})"
+        return line
 
 
 def plan(
@@ -139,17 +209,22 @@ def speed(
     min_time: float = MIN_TIME,
     min_count: int = MIN_COUNT,
     max_time: float = MAX_TIME,
-    torch_threads: int | None = None,
+    threads: int | None = None,
     on_row: Callable[[SpeedRow], None] | None = None,
 ) -> SpeedResult:
     """Time ``ops`` (default: the whole catalog) in ``dtypes`` and float32, per backend and mode;
     with ``budget`` (seconds) the run stops within it and the result says how far it got.
-    ``torch_threads``: PyTorch's intra-op threads in its worker (None: PyTorch's default)."""
+    ``threads``: PyTorch's and TensorFlow's intra-op threads in their workers (None:
+    :data:`~explorer.runtime.speed.DEFAULT_THREADS`)."""
     if budget is not None and not budget > 0:
         raise ValueError(f"budget must be a positive number of seconds, got {budget!r}")
-    cells = plan(list(ops) if ops else list(catalog()), dtypes, backends, modes, device)
+    planned = plan(list(ops) if ops else list(catalog()), dtypes, backends, modes, device)
+    installed = {b: get_backend(b).is_installed() for b in dict.fromkeys(c.backend for c in planned)}
+    cells = [c for c in planned if installed[c.backend]]
     baselines: dict[tuple[Any, ...], float | None] = {}
     result = SpeedResult(cells_planned=len(cells), budget_seconds=budget)
+    result.cells_not_installed = len(planned) - len(cells)
+    result.not_installed = [not_installed(b) for b, present in installed.items() if not present]
 
     def collect(cell: Cell, answer: dict[str, Any]) -> None:
         row = _row(cell, answer, baselines)
@@ -164,13 +239,32 @@ def speed(
         min_time=min_time,
         min_count=min_count,
         max_time=max_time,
-        torch_threads=torch_threads,
+        threads=threads,
         on_cell=collect,
     )
     result.cells_measured = len(run.measured)
     result.seconds = run.seconds
     result.complete = run.complete
     return result
+
+
+#: a framework's name in words and the install command of its extra (TensorFlow is a dependency
+#: of the package itself)
+FRAMEWORKS: dict[str, tuple[str, str]] = {
+    "torch": ("PyTorch", "pip install -e '.[torch]'"),
+    "jax": ("JAX", "pip install -e '.[jax]'"),
+    "tensorflow": ("TensorFlow", "pip install -e ."),
+}
+
+
+def not_installed(backend: str) -> str:
+    """A missing framework in words, with the command that installs it.
+
+    >>> not_installed("jax")
+    "JAX is not installed: pip install -e '.[jax]'"
+    """
+    name, command = FRAMEWORKS.get(backend, (backend, f"pip install {backend}"))
+    return f"{name} is not installed: {command}"
 
 
 def _group(cell: Cell) -> tuple[Any, ...]:
@@ -185,6 +279,17 @@ def _row(cell: Cell, answer: dict[str, Any], baselines: dict[tuple[Any, ...], fl
         baselines[_group(cell)] = median
     base = baselines.get(_group(cell))
     ratio = ratio_to_baseline(median, base)
+    paired = answer.get("ratio") or {}
+    machine = answer.get("machine") or {}
+    threads_used = (answer.get("threads") or {}).get(cell.backend)
+    if not timing:
+        verdict, reason = "", ""
+    elif cell.dtype == BASELINE:
+        verdict, reason = "baseline", ""
+    elif paired:
+        verdict, reason = str(paired.get("verdict", "undecided")), str(paired.get("reason", ""))
+    else:
+        verdict, reason = "undecided", "not timed in the same rounds as float32"
     return SpeedRow(
         backend=cell.backend,
         op=cell.op,
@@ -201,7 +306,18 @@ def _row(cell: Cell, answer: dict[str, Any], baselines: dict[tuple[Any, ...], fl
         samples=int(timing.get("count", 0)),
         float32_median_seconds=base,
         ratio_to_float32=ratio,
-        slow=is_slow(ratio, SLOW_RATIO),
+        ratio_low=paired.get("low"),
+        ratio_high=paired.get("high"),
+        confidence=paired.get("confidence"),
+        rounds=int(paired.get("rounds") or 0),
+        verdict=verdict,
+        verdict_reason=reason,
+        slow=is_slow(ratio, SLOW_RATIO) and verdict == "slower",
+        load=machine.get("load"),
+        cores=machine.get("cores"),
+        cpu_share=machine.get("cpu_share"),
+        busy=machine_note(MachineState(**{k: machine[k] for k in MACHINE_FIELDS})) if machine else "",
+        threads=threads_used,
         result_dtype=answer.get("result_dtype"),
         first_call_seconds=answer.get("first_call_seconds"),
         error=str(answer.get("error") or ""),

@@ -1,6 +1,6 @@
 """Speed measurements in the sandbox's worker processes: an op at one workload in several dtypes
-(one backend, device and mode), their timed calls interleaved
-(:func:`explorer.runtime.timing.measure_interleaved`) inside the backend's worker
+(one backend, device and mode), their timed calls interleaved in rounds
+(:func:`explorer.runtime.timing.measure_paired`) inside the backend's worker
 (:func:`measure_group`), and a list of cells measured group after group within a time budget
 (:func:`measure_cells`).
 
@@ -13,8 +13,9 @@ only its own cell (status ``crashed`` / ``timeout``).
 from __future__ import annotations
 
 import contextlib
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,10 @@ from explorer.runtime.call_worker import SandboxCrash, SandboxError, SandboxTime
 from explorer.runtime.sandbox import Sandbox, default_sandbox, warm_backend
 from explorer.runtime.worker_pool import WARMUP_TIMEOUT
 
+#: the intra-op threads of PyTorch and TensorFlow in a speed worker unless asked otherwise: one
+#: thread was faster than every core at 64x64 and 512x512 matmul on the 2-core machine this was
+#: chosen on (benchmarks/results/threads.md, ``python -m benchmarks.bench_threads``)
+DEFAULT_THREADS = 1
 #: the default minimum seconds of timed calls per cell
 MIN_TIME = 0.2
 #: the default minimum number of timing samples per cell
@@ -73,23 +78,27 @@ def measure_group(
     min_time: float = MIN_TIME,
     min_count: int = MIN_COUNT,
     max_time: float = MAX_TIME,
-    torch_threads: int | None = None,
+    threads: int | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Worker side: time one op at one workload in several dtypes, their samples interleaved
-    (:func:`explorer.runtime.timing.measure_interleaved`), so that the machine's load falls on
-    every dtype alike.  ``torch_threads``: PyTorch's intra-op threads in this worker
-    (``torch.set_num_threads``; None leaves PyTorch's default).
+    """Worker side: time one op at one workload in several dtypes in interleaved rounds
+    (:func:`explorer.runtime.timing.measure_paired`), each compared with the first dtype (the
+    baseline), so that the machine's load falls on every dtype alike.  ``threads``: the
+    intra-op threads of PyTorch (``torch.set_num_threads``) and TensorFlow in this worker
+    (None: :data:`DEFAULT_THREADS`); ``max_time``: seconds of timed calls per dtype at most.
 
     A ``device`` the backend does not have here is ``no_device`` for every dtype, untimed.
     Per dtype: ``status`` (``ok``; ``fallback`` when the result came back in another dtype; else
     the status :meth:`explorer.backends.base.Backend.run` gives the same inputs), ``error``,
-    ``result_dtype``, ``first_call_seconds`` (the first call, compilation included) and ``timing``
-    (:class:`~explorer.analysis.speed.TimingSummary` fields, or None)."""
+    ``result_dtype``, ``first_call_seconds`` (the first call, compilation included), ``timing``
+    (:class:`~explorer.analysis.speed.TimingSummary` fields, or None), ``ratio`` (the
+    :class:`~explorer.analysis.paired_ratio.PairedRatio` fields against the baseline, or None),
+    ``machine`` (the :class:`~explorer.analysis.paired_ratio.MachineState` fields of the rounds)
+    and ``threads`` (the intra-op threads each framework ran with, as it reports them)."""
     from explorer.backends import get_backend
     from explorer.formats import resolve
     from explorer.ops import get_op
     from explorer.runtime.speed_calls import inputs_for, output_dtype, prepared_call
-    from explorer.runtime.timing import measure_interleaved
+    from explorer.runtime.timing import measure_paired
 
     op = get_op(op_name)
     chosen = get_backend(backend)
@@ -98,10 +107,7 @@ def measure_group(
         missing = _failed(Status.NO_DEVICE, f"no {device} device is present for {backend} on this machine")
         return {dtype: dict(missing) for dtype in dtypes}
     inputs = inputs_for(op, shapes)
-    if torch_threads is not None and backend == "torch":
-        from explorer.backends.torch_backend import import_torch
-
-        import_torch().set_num_threads(torch_threads)
+    stated = set_threads(backend, DEFAULT_THREADS if threads is None else threads)
     answers: dict[str, dict[str, Any]] = {}
     calls: dict[str, Callable[[], Any]] = {}
     with contextlib.ExitStack() as stack:
@@ -126,15 +132,79 @@ def measure_group(
                 "result_dtype": result_dtype,
                 "first_call_seconds": first,
                 "timing": None,
+                "ratio": None,
+                "threads": stated,
             }
             calls[dtype] = call
         if calls:
-            timings = measure_interleaved(
-                calls, warmup=1, min_time=min_time, min_count=min_count, max_time=max_time
+            baseline = dtypes[0] if dtypes[0] in calls else next(iter(calls))
+            timed = measure_paired(
+                calls,
+                baseline,
+                warmup=1,
+                min_time=min_time,
+                min_count=min_count,
+                max_time=max_time * len(calls),
+                threads=stated.get(backend),
             )
-            for dtype, timing in timings.items():
+            machine = timed.machine.to_dict()
+            for dtype, timing in timed.summaries.items():
                 answers[dtype]["timing"] = timing.to_dict()
+                answers[dtype]["machine"] = machine
+                if dtype in timed.ratios and baseline == dtypes[0]:
+                    answers[dtype]["ratio"] = timed.ratios[dtype].to_dict()
     return {dtype: answers[dtype] for dtype in dtypes}
+
+
+def set_threads(backend: str, threads: int) -> dict[str, int]:
+    """Worker side: ``threads`` intra-op threads for the backend's framework where it can still
+    take them (PyTorch at any time; TensorFlow only before its runtime starts, so a worker keeps
+    the first count it was given); returns the count each framework reports using (TensorFlow's
+    0, its own default, stated as the logical CPUs).  JAX's threads are XLA's, set at start-up
+    only: not stated."""
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    stated: dict[str, int] = {}
+    if backend == "torch":
+        from explorer.backends.torch_backend import import_torch
+
+        torch = import_torch()
+        torch.set_num_threads(threads)
+        stated["torch"] = int(torch.get_num_threads())
+    elif backend == "tensorflow":
+        from explorer.backends.tensorflow_backend import import_tensorflow
+
+        threading = import_tensorflow().config.threading
+        with contextlib.suppress(RuntimeError):  # the runtime has started: its count stays
+            threading.set_intra_op_parallelism_threads(threads)
+        stated["tensorflow"] = int(threading.get_intra_op_parallelism_threads()) or (os.cpu_count() or 1)
+    return stated
+
+
+@contextlib.contextmanager
+def held_threads(threads: int) -> Iterator[dict[str, int]]:
+    """In this process, PyTorch's intra-op threads set to ``threads`` while the context lasts
+    (restored after) when PyTorch is already imported; yields the counts each imported
+    framework runs with (TensorFlow's as it reports it: it cannot change once started)."""
+    import sys
+
+    stated: dict[str, int] = {}
+    torch = sys.modules.get("torch")
+    before = None
+    if torch is not None:
+        before = int(torch.get_num_threads())
+        torch.set_num_threads(threads)
+        stated["torch"] = int(torch.get_num_threads())
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and hasattr(tf, "config"):
+        stated["tensorflow"] = int(tf.config.threading.get_intra_op_parallelism_threads()) or (
+            os.cpu_count() or 1
+        )
+    try:
+        yield stated
+    finally:
+        if torch is not None and before is not None:
+            torch.set_num_threads(before)
 
 
 def measure_cell(
@@ -147,11 +217,11 @@ def measure_cell(
     min_time: float = MIN_TIME,
     min_count: int = MIN_COUNT,
     max_time: float = MAX_TIME,
-    torch_threads: int | None = None,
+    threads: int | None = None,
 ) -> dict[str, Any]:
-    """Worker side: time one cell alone (:func:`measure_group` of one dtype)."""
+    """Worker side: time one cell alone (:func:`measure_group` of one dtype; no ratio)."""
     group = measure_group(
-        backend, op_name, (dtype,), device, mode, shapes, min_time, min_count, max_time, torch_threads
+        backend, op_name, (dtype,), device, mode, shapes, min_time, min_count, max_time, threads
     )
     return group[dtype]
 
@@ -187,7 +257,7 @@ def measure_cells(
     min_count: int = MIN_COUNT,
     max_time: float = MAX_TIME,
     cell_timeout: float = CELL_TIMEOUT,
-    torch_threads: int | None = None,
+    threads: int | None = None,
     on_cell: Callable[[Cell, dict[str, Any]], None] | None = None,
 ) -> CellRun:
     """Measure ``cells`` in order in their backend's worker, the dtypes of one op and workload
@@ -195,12 +265,12 @@ def measure_cells(
     is measured again cell by cell, so that the failure costs only its own cell.  With
     ``budget`` (seconds) the whole run, worker start-up included, stops within it (a group that
     would run past it is cut off: the worker is stopped, and its cells are not counted as
-    measured).  ``torch_threads``: see :func:`measure_group`."""
+    measured).  ``threads``: see :func:`measure_group`."""
     pool = sandbox if sandbox is not None else default_sandbox()
     start = time.perf_counter()
     deadline = None if budget is None else start + budget
     run = CellRun(planned=len(cells))
-    how = (min_time, min_count, max_time, torch_threads)
+    how = (min_time, min_count, max_time, threads)
 
     def limit() -> float | None:
         """The time limit of the next call; None when the budget is spent."""
@@ -279,4 +349,4 @@ def _call(
 
 
 def _failed(status: Status, error: str) -> dict[str, Any]:
-    return {"status": status.value, "error": error, "result_dtype": None, "timing": None}
+    return {"status": status.value, "error": error, "result_dtype": None, "timing": None, "ratio": None}

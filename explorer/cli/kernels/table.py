@@ -28,6 +28,13 @@ def print_result(result: Any, args: argparse.Namespace) -> None:
     if args.save is not None:
         _print_save_summary(rows, result, args.save)
         return
+    here = getattr(args, "load", None) is None and getattr(args, "tf_version", None) is None
+    if here:  # the installed registry answers a sweep made here (not a snapshot, not another release)
+        sentences = answer_sentences(rows)
+        for sentence in sentences:
+            print(strip_control(sentence))
+        if sentences:
+            print()
     print_table(rows, TABLE_COLUMNS)
     failing = [r for r in rows if r["status"] != "ok" and r["mode"] != "registry"]
     if args.full or 0 < len(failing) <= 6:
@@ -44,6 +51,41 @@ def print_result(result: Any, args: argparse.Namespace) -> None:
             if r["workaround"]:
                 print(f"workaround ({r['workaround_how']}):\n{r['workaround']}")
     print("\n" + strip_control(_footer(rows, result)))
+
+
+#: the most answer sentences printed above the table (one per dtype and device of one op)
+MAX_ANSWERS = 4
+
+
+def answer_sentences(rows: list[dict[str, Any]]) -> list[str]:
+    """The Kernels tab's answer (:func:`explorer.queries.answers.kernels_answer`: TensorFlow's
+    kernel, since which release, the workaround) for each dtype and device of a one-op sweep,
+    with the status the TensorFlow eager probe got here; none for several ops or more than
+    :data:`MAX_ANSWERS` sentences."""
+    from explorer.queries.answers import kernels_answer
+
+    tf_rows = [r for r in rows if r["backend"] == "tensorflow" and r["device"] in ("CPU", "GPU")]
+    if len({r["op"] for r in rows}) != 1 or not tf_rows:
+        return []
+    cells = list(dict.fromkeys((r["op"], r["dtype"], r["device"]) for r in tf_rows))
+    if len(cells) > MAX_ANSWERS:
+        return []
+    sentences = []
+    for op, dtype, device in cells:
+        eager = next(
+            (
+                r
+                for r in tf_rows
+                if (r["op"], r["dtype"], r["device"], r["mode"]) == (op, dtype, device, "eager")
+            ),
+            None,
+        )
+        mode, probed = ("eager", str(eager["status"])) if eager is not None else ("registry", None)
+        try:
+            sentences.append(kernels_answer(op, dtype, device, mode, probed=probed))
+        except (KeyError, ValueError):  # an op or dtype the registry cannot phrase: the table says it
+            continue
+    return sentences
 
 
 def _footer(rows: list[dict[str, Any]], result: Any) -> str:
