@@ -93,7 +93,10 @@ def _load(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...], str]:
     from explorer.runtime.tensor_file import load_tensor
 
     # the inputs file is read (its header checked first) before any framework is imported
-    loaded = load_tensor(args.inputs) if args.inputs else None
+    try:
+        loaded = load_tensor(args.inputs) if args.inputs else None
+    except ValueError as exc:  # said with the option it came from
+        raise ValueError(f"--inputs: {exc}") from None
     if args.builtin:
         model = model_builtin.build(args.builtin, args.framework)
         inputs = model_builtin.example_inputs(args.builtin, args.framework)
