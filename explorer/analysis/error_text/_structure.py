@@ -1,0 +1,423 @@
+"""The structural reading of any error text (:func:`read_error_text`): framework and library,
+dtypes with their roles, device, op and kind, each with the span of text it was read from.
+
+It reads tokens, not whole messages: paths and module names for the library
+(:mod:`._libraries`), a dtype lexicon (:mod:`._lexicon`), a device lexicon and the GPU model table
+(:mod:`._device`), op candidates ranked by where they appear (the error message before the code
+lines of a traceback, those before frame names), and the kind from the message's words.  Whatever
+cannot be read is None and listed in :attr:`ErrorReading.unknown`.
+
+>>> r = read_error_text("RuntimeError: Input type (c10::Half) and bias type (float) should be the same")
+>>> r.framework, r.kind, [(d.name, d.role) for d in r.dtypes]
+('torch', 'dtype_mismatch', [('float16', 'input'), ('float32', 'bias')])
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from explorer.analysis.error_text._device import DeviceReading, read_device
+from explorer.analysis.error_text._lexicon import dtype_mentions, spelling_framework
+from explorer.analysis.error_text._libraries import FRAME, read_library_spans
+from explorer.analysis.error_text._op_reading import OpReading, read_op
+
+Span = tuple[int, int, str]
+
+#: the kinds :func:`read_error_text` tells apart
+KINDS: tuple[str, ...] = (
+    "missing_kernel",
+    "hardware_gate",
+    "dtype_mismatch",
+    "lowering_refused",
+    "quantization_constraint",
+    "conversion_error",
+    "loss_scaling",
+    "overflow_nan",
+    "other",
+)
+#: the old reader's kinds (ParsedError.kind) as structural kinds
+OLD_KINDS: dict[str, str] = {
+    "no_kernel_for_device": "missing_kernel",
+    "no_opkernel_registered": "missing_kernel",
+    "xla_unsupported_op": "lowering_refused",
+    "no_registered_kernel": "missing_kernel",
+    "attr_not_allowed": "missing_kernel",
+    "param_not_allowed": "missing_kernel",
+    "xla_unsupported_dtype": "lowering_refused",
+    "xla_invalid_type": "lowering_refused",
+    "torch_not_implemented": "missing_kernel",
+    "jax_fft_dtype": "missing_kernel",
+    "torch_unsupported_dtype": "missing_kernel",
+    "jax_unsupported_dtype": "missing_kernel",
+    "tf_dtype_mismatch": "dtype_mismatch",
+    "tf_input_type_mismatch": "dtype_mismatch",
+    "tf_conversion_dtype": "dtype_mismatch",
+    "jax_dtype_mismatch": "dtype_mismatch",
+    "torch_dtype_mismatch": "dtype_mismatch",
+    "keras_mixed_precision_api": "loss_scaling",
+    "llvm_cannot_select": "lowering_refused",
+    "xla_unsupported_type": "lowering_refused",
+    "xla_mixed_precision": "dtype_mismatch",
+    "mlir_unsupported_conversion": "lowering_refused",
+    "jax_constant_lowering": "lowering_refused",
+    "ort_kernel_not_supported": "missing_kernel",
+    "ort_no_implementation": "missing_kernel",
+}
+
+
+def _words(*alternatives: str) -> re.Pattern[str]:
+    """One case-insensitive regular expression matching any of ``alternatives``."""
+    return re.compile("|".join(alternatives), re.IGNORECASE)
+
+
+#: (kind, weight, words) — the message's words that say what kind of error it is
+_KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
+    (
+        "loss_scaling",
+        5,
+        _words(
+            r"unscale",
+            r"GradScaler",
+            r"grad_scaler",
+            r"loss[ _]scal",
+            r"LossScale",
+            r"scaler\.",
+            r"Current loss scale",
+            r"minimum loss scale",
+            r"cannot decrease scale",
+        ),
+    ),
+    (
+        "overflow_nan",
+        3,
+        _words(
+            r"\bnan\b",
+            r"\binf\b",
+            r"overflow",
+            r"underflow",
+            r"non-finite",
+            r"not finite",
+            r"isfinite",
+            r"\bNaN\b",
+            r"\bInf\b",
+        ),
+    ),
+    (
+        "hardware_gate",
+        4,
+        _words(
+            r"compute capability",
+            r"cuda capability",
+            r"\bsm_\d{2,3}",
+            r"\bSM ?\d{2,3}",
+            r"architecture",
+            r"\bHopper\b",
+            r"\bAda\b",
+            r"\bBlackwell\b",
+            r"Ampere",
+            r"macOS \d",
+            r"MacOS \d",
+            r"no kernel image",
+            r"device does not support",
+            r"GPU does not support",
+            r"not supported (?:on|by) (?:this|your|the current) (?:device|GPU|gpu|hardware|platform)",
+            r"requires? (?:a )?(?:newer|GPU)",
+            r"hardware",
+        ),
+    ),
+    (
+        "dtype_mismatch",
+        4,
+        _words(
+            r"same dtype",
+            r"should be the same",
+            r"must be the same",
+            r"must have the same",
+            r"does not match",
+            r"doesn't match",
+            r"mismatch",
+            r"but found",
+            r"expected scalar type",
+            r"[Pp]romot",
+            r"!=",
+            r"type promotion",
+            r"incompatible (?:d?types?)",
+            r"different dtypes",
+            r"expected .{1,40} but got",
+        ),
+    ),
+    (
+        "lowering_refused",
+        3,
+        _words(
+            r"lower",
+            r"legaliz",
+            r"MLIR",
+            r"\bLLVM\b",
+            r"Triton",
+            r"triton",
+            r"inductor",
+            r"CompilationError",
+            r"compil",
+            r"codegen",
+            r"Pallas",
+            r"Mosaic",
+            r"not supported in this architecture",
+            r"XLA",
+            r"HLO",
+        ),
+    ),
+    (
+        "quantization_constraint",
+        4,
+        _words(
+            r"quantiz",
+            r"block[_ ]?size",
+            r"blocksize",
+            r"group[_ ]size",
+            r"divisible",
+            r"multiple of",
+            r"dtype policy",
+            r"dtype_policy",
+            r"scal(?:e|ing) (?:factor|recipe)",
+            r"recipe",
+        ),
+    ),
+    (
+        "conversion_error",
+        3,
+        _words(
+            r"convert",
+            r"conversion",
+            r"export",
+            r"onnx",
+            r"ONNX",
+            r"\bcast\b",
+            r"Cannot (?:cast|convert)",
+            r"Type Error: Type",
+            r"not supported on MPS",
+            r"doesn't support float",
+            r"does not support (?:the )?(?:float|bfloat|half|fp)",
+            r"engine",
+            r"builder",
+        ),
+    ),
+    (
+        "missing_kernel",
+        4,
+        _words(
+            r"not implemented",
+            r"NotImplemented",
+            r"No OpKernel",
+            r"Could not find an implementation",
+            r"Could not run '",
+            r"no kernel",
+            r"not supported for",
+            r"unsupported (?:d?type|scalar)",
+            r"Unsupported dtype",
+            r"not compiled with",
+            r"Could not find device",
+            r"no implementation",
+            r"Could not find a kernel",
+            r"is not supported",
+            r"not supported",
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class DtypeRole:
+    """One dtype a text involves, with the role it plays where two meet."""
+
+    #: explorer / numpy name
+    name: str
+    #: the spelling as written
+    text: str
+    #: input | weight | bias | other | from | to | expected | got | None (no role stated)
+    role: str | None
+    start: int
+    end: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields."""
+        return {"name": self.name, "text": self.text, "role": self.role, "span": [self.start, self.end]}
+
+
+@dataclass(frozen=True)
+class ErrorReading:
+    """What a text says, read by structure; each fact with the span it came from."""
+
+    #: top framework: torch | tensorflow | keras | jax | onnxruntime | tensorrt | numpy | None
+    framework: str | None
+    #: the library that raised it (torchao, transformer_engine, triton, xla, mps, ...), None when not told
+    library: str | None
+    #: every dtype the text involves, in order of first mention, one entry per name
+    dtypes: tuple[DtypeRole, ...]
+    device: DeviceReading
+    op: OpReading
+    #: one of :data:`KINDS`
+    kind: str
+    #: (start, end, text) per fact: framework, library, kind
+    evidence: dict[str, Span] = field(default_factory=dict)
+
+    @property
+    def dtype_names(self) -> tuple[str, ...]:
+        """The dtypes' explorer names, in order."""
+        return tuple(d.name for d in self.dtypes)
+
+    @property
+    def unknown(self) -> tuple[str, ...]:
+        """The facts the text did not give: framework, library, op, dtype, device."""
+        missing = []
+        for name, value in (
+            ("framework", self.framework),
+            ("library", self.library),
+            ("op", self.op.name),
+            ("dtype", self.dtypes),
+            ("device", self.device.type),
+        ):
+            if not value:
+                missing.append(name)
+        return tuple(missing)
+
+    @property
+    def empty(self) -> bool:
+        """Whether no framework, no dtype and no device was read."""
+        return self.framework is None and not self.dtypes and self.device.type is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields."""
+        return {
+            "framework": self.framework,
+            "library": self.library,
+            "dtypes": [d.to_dict() for d in self.dtypes],
+            "device": self.device.to_dict(),
+            "op": self.op.to_dict(),
+            "kind": self.kind,
+            "unknown": list(self.unknown),
+            "evidence": {k: list(v) for k, v in self.evidence.items()},
+        }
+
+
+_PATHLIKE = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*[/\\]){2,}[\w.-]*|File \"[^\"\n]{1,500}\"")
+
+
+def masked_paths(text: str) -> str:
+    """``text`` with file paths blanked (same length, offsets kept): ``torch/cuda/amp/grad_scaler.py``
+    names a module, not the device or a dtype."""
+    return _PATHLIKE.sub(lambda m: " " * len(m.group(0)), text)
+
+
+_ROLE_WORDS = re.compile(
+    r"\b(?P<role>input|weight|bias|mat1|mat2|m1|m2|self|other|query|key|value|expected|found|got|from|to|source|target"
+    r"|lhs|rhs|scale)s?\b[^.\n]{0,18}$",
+    re.I,
+)
+_ROLE_NAMES = {"m1": "mat1", "m2": "mat2", "lhs": "input", "rhs": "other", "source": "from", "target": "to"}
+
+
+def _roles(text: str, mentions: list[Any]) -> list[str | None]:
+    """The role of each mention where two dtypes meet: the nearest role word before it on its line
+    (``Input type (X) and bias type (Y)``; ``from X to Y``; ``expected X but found Y``)."""
+    roles: list[str | None] = []
+    for i, m in enumerate(mentions):
+        line_start = max(text.rfind("\n", 0, m.start) + 1, mentions[i - 1].end if i else 0)
+        found = _ROLE_WORDS.search(text[line_start : m.start])
+        role = found.group("role").lower() if found else None
+        roles.append(_ROLE_NAMES.get(role, role) if role else None)
+    return roles
+
+
+def _kind(
+    text: str, message: str, old_kind: str | None, has_cc: bool, device: DeviceReading
+) -> tuple[str, Span | None]:
+    if old_kind in OLD_KINDS and OLD_KINDS[old_kind] != "missing_kernel":
+        return OLD_KINDS[old_kind], None
+    scores: dict[str, float] = {}
+    spans: dict[str, Span] = {}
+    for kind, weight, regex in _KIND_WORDS:
+        for source, factor in ((message, 2.0), (text, 0.5)):
+            for match in regex.finditer(source):
+                scores[kind] = scores.get(kind, 0.0) + weight * factor
+                if source is text and kind not in spans:
+                    spans[kind] = (match.start(), match.end(), match.group(0))
+    if has_cc:
+        scores["hardware_gate"] = scores.get("hardware_gate", 0.0) + 6
+    if old_kind in OLD_KINDS:
+        scores[OLD_KINDS[old_kind]] = scores.get(OLD_KINDS[old_kind], 0.0) + 10
+    if not scores:
+        return "other", None
+    best = max(scores, key=lambda k: scores[k])
+    return best, spans.get(best)
+
+
+def _last_message(text: str) -> str:
+    """The last error message: from the last line naming an exception (``XError: ...``) to the end,
+    else the last non-empty lines."""
+    lines = [line for line in text.splitlines() if line.strip() and not FRAME.match(line)]
+    for i in range(len(lines) - 1, -1, -1):
+        if re.match(r"\s*[\w.]*(?:Error|Exception|Warning|error|Failure)\b[:(]", lines[i]):
+            return "\n".join(lines[i : i + 6])
+    return "\n".join(lines[-4:])
+
+
+_TORCH_WORDS = re.compile(r"\bRuntimeError\b|\bunscale|\bAMP\b|\bDNNL\b|\bautocast\b|\bCUDA out of memory")
+
+
+def _framework_fallback(
+    text: str, mentions: list[Any], device: DeviceReading
+) -> tuple[str | None, Span | None]:
+    """The framework when no path, module or library word names one: the style of its dtype
+    spellings (``c10::Half``, ``'BFloat16'`` are PyTorch's), PyTorch's own words (``RuntimeError``,
+    ``unscale``), or the device (Apple's MPS backend is PyTorch's)."""
+    for mention in mentions:
+        framework = spelling_framework(mention)
+        if framework is not None:
+            return framework, (mention.start, mention.end, mention.text)
+    match = _TORCH_WORDS.search(text)
+    if match:
+        return "torch", (match.start(), match.end(), match.group(0))
+    if device.type == "mps":
+        return "torch", device.evidence.get("type")
+    return None, None
+
+
+def read_error_text(
+    text: str, old_kind: str | None = None, old_op: tuple[str | None, str | None] = (None, None)
+) -> ErrorReading:
+    """Read ``text`` (already cleaned) by structure.  ``old_kind`` and ``old_op`` (raw op, catalog op)
+    are what the message patterns read, when one matched; they rank first.
+
+    >>> r = read_error_text("RuntimeError: torch._scaled_mm is only supported on CUDA devices with "
+    ...                     "compute capability >= 9.0 or 8.9, or ROCm MI300+ (on an RTX 3090)")
+    >>> r.op.raw, r.device.type, r.device.compute_capability, r.kind
+    ('_scaled_mm', 'cuda', '8.6', 'hardware_gate')
+    """
+    text = text[-200_000:] if len(text) > 200_000 else text
+    masked = masked_paths(text)
+    framework, library, evidence = read_library_spans(text)
+    device = read_device(masked)
+    mentions = dtype_mentions(masked)
+    roles = _roles(masked, mentions)
+    dtypes: list[DtypeRole] = []
+    seen: set[str] = set()
+    for mention, role in zip(mentions, roles, strict=True):
+        if mention.name in seen:
+            continue
+        seen.add(mention.name)
+        dtypes.append(DtypeRole(mention.name, mention.text, role, mention.start, mention.end))
+    message = _last_message(text)
+    op = read_op(text, framework, old_op)
+    kind, kind_span = _kind(
+        text, message, old_kind, bool(device.required_compute_capability) or device.macos is not None, device
+    )
+    if kind_span:
+        evidence["kind"] = kind_span
+    if framework is None:
+        framework, how = _framework_fallback(masked, mentions, device)
+        if how is not None:
+            evidence["framework"] = how
+    return ErrorReading(framework, library, tuple(dtypes), device, op, kind, evidence)
