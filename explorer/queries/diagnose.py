@@ -337,7 +337,9 @@ def diagnose(text: str | bytes, run_workaround: bool = True) -> dict[str, Any]:
         return not_recognised("The text is empty.")
     parsed = parse_error(text)
     if parsed is None:
-        return not_recognised()
+        from explorer.analysis.error_text import read_text
+
+        return not_recognised(reading=read_text(text))
     d: dict[str, Any] = {"recognised": True, **parsed.to_dict()}
     raw = parsed.raw_op
     notes = list(parsed.notes)

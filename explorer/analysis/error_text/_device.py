@@ -149,6 +149,19 @@ def _is_required(text: str, start: int, end: int, reach: int = 90) -> bool:
     )
 
 
+def _model_is_required(text: str, start: int, end: int) -> bool:
+    """Whether a GPU model at ``text[start:end]`` is named as what a feature needs (``or ROCm MI300+``,
+    ``requires an H100``, ``H100 or newer``), not as the GPU that ran."""
+    before = text[max(0, start - 20) : start]
+    after = text[end : end + 20]
+    if re.match(r"\+|\s*(?:or (?:higher|above|newer|later)|and (?:above|newer|later))", after):
+        return True
+    if re.search(r"(?:>=?|≥|at least|requires?(?: an?)?|needs?(?: an?)?)\s*(?:NVIDIA\s*)?$", before):
+        return True
+    clause = text[max(0, start - 90) : start]
+    return bool(re.search(r"\bor (?:ROCm |AMD |NVIDIA )?$", before) and _REQUIRED.search(clause))
+
+
 def _lowest(a: str | None, b: str) -> str:
     """The lower of two compute capabilities ("8.9" < "9.0" < "10.0"); ``b`` when ``a`` is None."""
     if a is None:
@@ -206,7 +219,7 @@ def read_device(text: str) -> DeviceReading:
             required = _lowest(required, cc)
         elif own_cc is None or own_cc[1] == "sm":
             own_cc = (cc, "sm", match.span())
-    models = [(m, span) for m, span in find_gpu_models(text) if not _is_required(text, *span, reach=30)]
+    models = [(m, span) for m, span in find_gpu_models(text) if not _model_is_required(text, *span)]
     name = None
     gfx = None
     if models:

@@ -262,6 +262,8 @@ class ErrorReading:
     kind: str
     #: (start, end, text) per fact: framework, library, kind
     evidence: dict[str, Span] = field(default_factory=dict)
+    #: format families named without a member (``FP8``, ``fp4``): ``float8``, ``float4``, ``int4``
+    families: tuple[str, ...] = ()
 
     @property
     def dtype_names(self) -> tuple[str, ...]:
@@ -275,7 +277,7 @@ class ErrorReading:
         for name, value in (
             ("framework", self.framework),
             ("library", self.library),
-            ("op", self.op.name),
+            ("op", self.op.raw or self.op.name),
             ("dtype", self.dtypes),
             ("device", self.device.type),
         ):
@@ -299,7 +301,18 @@ class ErrorReading:
             "kind": self.kind,
             "unknown": list(self.unknown),
             "evidence": {k: list(v) for k, v in self.evidence.items()},
+            "families": list(self.families),
         }
+
+
+_FAMILY_WORDS = re.compile(r"(?<![\w.])(?:(?P<f8>fp8|float8)|(?P<f4>fp4|float4)|(?P<i4>int4))(?![\w])", re.I)
+
+
+def _families(text: str) -> tuple[str, ...]:
+    """The format families ``text`` names as a word (``FP8 execution``, ``float8``)."""
+    names = {"f8": "float8", "f4": "float4", "i4": "int4"}
+    found = [names[m.lastgroup] for m in _FAMILY_WORDS.finditer(text) if m.lastgroup]
+    return tuple(dict.fromkeys(found))
 
 
 _PATHLIKE = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*[/\\]){2,}[\w.-]*|File \"[^\"\n]{1,500}\"")
@@ -420,4 +433,4 @@ def read_error_text(
         framework, how = _framework_fallback(masked, mentions, device)
         if how is not None:
             evidence["framework"] = how
-    return ErrorReading(framework, library, tuple(dtypes), device, op, kind, evidence)
+    return ErrorReading(framework, library, tuple(dtypes), device, op, kind, evidence, _families(masked))
