@@ -74,13 +74,13 @@ def _families() -> list[GpuModel]:
         _family("12.0", "RTX PRO (Blackwell)", r"RTX[\s-]?PRO[\s-]?\d{4}"),
         _family("8.9", "RTX Ada generation", r"RTX[\s-]?\d{4}[\s-]?Ada"),
         _family("8.6", "RTX A series", r"RTX[\s-]?A\d{3,4}"),
-        _family("12.0", "GeForce RTX 50 series", r"RTX[\s-]?50[5-9]0(?:[\s-]?Ti)?"),
-        _family("8.9", "GeForce RTX 40 series", r"RTX[\s-]?40[5-9]0(?:[\s-]?Ti)?"),
-        _family("8.6", "GeForce RTX 30 series", r"RTX[\s-]?30[5-9]0(?:[\s-]?Ti)?"),
-        _family("7.5", "GeForce RTX 20 series", r"RTX[\s-]?20[5-8]0(?:[\s-]?Ti)?"),
-        _family("7.5", "GeForce GTX 16 series", r"GTX[\s-]?16[5-6]0(?:[\s-]?Ti)?"),
+        _family("12.0", "GeForce RTX 50 series", r"RTX[\s-]?50[5-9]0(?:[\s-]?Ti|D)?"),
+        _family("8.9", "GeForce RTX 40 series", r"RTX[\s-]?40[5-9]0(?:[\s-]?Ti|D)?"),
+        _family("8.6", "GeForce RTX 30 series", r"RTX[\s-]?30[5-9]0(?:[\s-]?Ti|D)?"),
+        _family("7.5", "GeForce RTX 20 series", r"RTX[\s-]?20[5-8]0(?:[\s-]?Ti|D)?"),
+        _family("7.5", "GeForce GTX 16 series", r"GTX[\s-]?16[5-6]0(?:[\s-]?Ti|D)?"),
         _family("6.1", "GeForce GTX 10 series", r"(?:GTX[\s-]?10[5-8]0(?:[\s-]?Ti)?|10[5-8]0[\s-]?Ti)"),
-        _family("5.2", "GeForce GTX 900 series", r"GTX[\s-]?9[5-8]0(?:[\s-]?Ti)?"),
+        _family("5.2", "GeForce GTX 900 series", r"GTX[\s-]?9[5-8]0(?:[\s-]?Ti|D)?"),
     ]
 
 
@@ -197,9 +197,19 @@ GPU_MODELS: tuple[GpuModel, ...] = (
     *_amd("gfx1100", "RX 7900"),
 )
 
-#: short names (``T4``, ``A2``) match in their own case only, longer ones in any case
+
+def _digits(name: str) -> int:
+    return sum(c.isdigit() for c in name)
+
+
+#: short names (``T4``, ``A2``) match in their own case only; longer ones and those with three
+#: digits or more (``v100``) in any case
 _COMPILED = tuple(
-    (model, re.compile(model.pattern, re.IGNORECASE if len(model.name) > 4 else 0)) for model in GPU_MODELS
+    (
+        model,
+        re.compile(model.pattern, re.IGNORECASE if len(model.name) > 4 or _digits(model.name) >= 3 else 0),
+    )
+    for model in GPU_MODELS
 )
 
 

@@ -33,8 +33,9 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
             r"(?<![A-Za-z])(?:CUDA|cuda|cuBLAS|cublas\w*|cuDNN|cudnn\w*|CUBLAS\w*|NVIDIA|nvcc)(?![A-Za-z])"
         ),
     ),
-    ("cuda", 2, re.compile(r"_cuda(?![A-Za-z])|\bsm_\d{2,3}a?\b|no kernel image is available")),
-    ("cuda", 1, re.compile(r"\bGPU\b|\bgpu\b|\bXLA_GPU_JIT\b|/device:GPU")),
+    ("cuda", 2, re.compile(r"_cuda(?=_?(?!\w))|\bsm_\d{2,3}a?\b|no kernel image is available")),
+    ("cuda", 3, re.compile(r"/device:GPU:\d|/gpu:\d|\bXLA_GPU_JIT\b")),
+    ("cuda", 1, re.compile(r"\bGPU\b|\bgpu\b|\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b")),
     (
         "cpu",
         3,
@@ -53,7 +54,7 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         "cpu",
         2,
         re.compile(
-            r"(?<![A-Za-z])(?:CPU|cpu)(?![A-Za-z])|_cpu(?![A-Za-z])|/device:CPU|oneDNN|onednn|mkldnn|MKLDNN|dnnl"
+            r"(?<!\w)(?:CPU|cpu)(?!\w)|_cpu(?=_?(?!\w))|/device:CPU|oneDNN|onednn|mkldnn|MKLDNN|dnnl|\bDNNL\b"
         ),
     ),
     (
@@ -61,6 +62,7 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         3,
         re.compile(
             r"\bgfx\d{3,4}[a-z]?\b|\bROCm\b|\brocm\b|\bhipError\w*|\bHIP\b|\bMI\d{3}X?\b|\bamdgpu\b|MIOpen|hipBLASLt"
+            r"|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|\bhipblas\w*"
         ),
     ),
     ("mps", 3, re.compile(r"\bMPS\b|\bmps(?::\d)?\b|MPSGraph|\bMetal\b|\bMPSNDArray|device='mps")),
@@ -77,10 +79,10 @@ _REQUIRED = re.compile(
 )
 _CC_TEXT = re.compile(
     r"(?:compute[ _]capability|cuda capability|capability|\bCC\b|\bSM\b)\s*(?:of\s*|is\s*|=\s*|:\s*|>=?\s*|"
-    r"≥\s*|\(?)(?:(?P<major>\d{1,2})\.(?P<minor>\d)|\((?P<tmaj>\d{1,2}),\s?(?P<tmin>\d)\)|(?P<sm>\d{2,3})(?![\d.]))",
+    r"≥\s*|\(?)(?:(?P<major>\d{1,2})\.(?P<minor>\d)|\((?P<tmaj>\d{1,2}),\s?(?P<tmin>\d)\)|(?P<sm>\d{2,3})(?!\d)(?!\.\d))",
     re.IGNORECASE,
 )
-_SM = re.compile(r"\b(?:sm|SM|compute)_(?P<sm>\d{2,3})[af]?\b")
+_SM = re.compile(r"\b(?:sm|SM|compute)(?:_| ?)(?P<sm>\d{2,3})[af]?\b")
 _TUPLE = re.compile(
     r"(?:capability\w*\(\)|capability)\s*(?:==|is|returns|:|=)?\s*\((?P<maj>\d{1,2}),\s?(?P<min>\d)\)"
 )
@@ -177,6 +179,14 @@ def _sm_cc(sm: str) -> str:
     return f"{int(sm[:-1])}.{sm[-1]}"
 
 
+#: lines that list what a build registers (TensorFlow's kernel lists), not the device that ran
+_REGISTRY_LINES = re.compile(
+    r"^[ \t]*device='\w+'[^\n]*$|Registered devices: \[[^\]\n]*\]|All kernels registered for op \w+"
+    r"|CUDA/cuDNN version|GPU model and memory|CUDA version|cuDNN version",
+    re.MULTILINE,
+)
+
+
 def read_device(text: str) -> DeviceReading:
     """The device ``text`` names (type, compute capability, model, macOS, ISA), each with evidence.
 
@@ -184,6 +194,7 @@ def read_device(text: str) -> DeviceReading:
     >>> d.type, d.compute_capability, d.name, d.capability_from
     ('cuda', '8.6', 'RTX 3080', 'model table (https://developer.nvidia.com/cuda-gpus)')
     """
+    text = _REGISTRY_LINES.sub(lambda m: " " * len(m.group(0)), text)
     scores: dict[str, float] = {}
     last: dict[str, tuple[int, int]] = {}
     n = max(len(text), 1)

@@ -69,7 +69,6 @@ _WORDS: dict[str, str] = {
     "fp8e4m3": "float8_e4m3fn",
     "fp8e5": "float8_e5m2",
     "fp8e5m2": "float8_e5m2",
-    "fp8e4b15": "float8_e4m3b11fnuz",
     "fp8e4b8": "float8_e4m3fnuz",
     "fp8e5b16": "float8_e5m2fnuz",
     "fp8_e4m3": "float8_e4m3fn",
@@ -177,12 +176,15 @@ def _in_dtype_place(text: str, start: int, end: int, prefix: str) -> bool:
         return True
     word = text[start:end]
     before = text[max(0, start - 24) : start]
+    if word in ("int", "long", "char", "byte", "bool"):
+        # C and Python words: a dtype only after "type"/"dtype", with a prefix or in a list of dtypes
+        return bool(re.search(r"\b(?:dtype|type|DataType|scalar type)\s['(]?$", before))
     after = text[end : end + 16]
     if before.endswith(("'", '"', "<", "tensor(", "(")) and after[:1] in ("'", '"', ">", ")", "]"):
         return not before.endswith("(") or after[:1] == ")"
     if re.match(r"\s?(?:!=|==)", after) or re.search(r"(?:!=|==)\s?$", before):
         return True
-    if re.match(r"\s(?:tensor|Tensor|dtype|type|precision|inputs?\b|weights?\b|gradients?\b)", after):
+    if re.match(r"\s(?:tensor|Tensor|dtype|type|precision|scalar|inputs?\b|weights?\b|gradients?\b)", after):
         return True
     if re.search(
         r"(?:dtype|type|DataType|scalar type|found|got|expected|of|to|and|as|in|for)\s[(']?$", before
@@ -235,6 +237,9 @@ def dtype_mentions(text: str) -> list[DtypeMention]:
             elif place is not None:
                 waiting.append(DtypeMention(place, word, start, match.end()))
                 continue
+        block = _BLOCK_PREFIX.match(word) if name is None else None
+        if block:
+            name = _WORDS[block.group(0).lower()]
         if name is None and "_" in word and not prefix:
             found.extend(_compound(word, start))  # int8_from_float32, mixed_bfloat16
             continue
@@ -245,7 +250,8 @@ def dtype_mentions(text: str) -> list[DtypeMention]:
         )
         if prefix.startswith(("torch", "tf.", "jnp", "np.")):
             span_start = match.start()
-        found.append(DtypeMention(name, text[span_start : match.end()], span_start, match.end()))
+        end = span_start + len(block.group(0)) if block else match.end()
+        found.append(DtypeMention(name, text[span_start:end], span_start, end))
     return _with_listed(text, found, waiting)
 
 
@@ -262,8 +268,14 @@ _FULL_NAMES = frozenset(
         "int64",
         "complex64",
         "complex128",
+        "nvfp4",
+        "mxfp8",
+        "mxfp6",
+        "mxfp4",
     ]
 )
+#: block formats that begin a class or function name (``NVFP4Tensor``, ``MXFP8Linear``)
+_BLOCK_PREFIX = re.compile(r"(?i:nvfp4|mxfp8|mxfp6|mxfp4)(?=[A-Z_]|$)")
 _LIST_SEPARATOR = re.compile(r"\s{0,3}(?:,|/|\bor\b|\band\b|\|)\s{0,3}(?:(?:or|and)\s{1,3})?")
 
 

@@ -83,7 +83,10 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
     ),
     (re.compile(r"bitsandbytes|\bbnb\."), "bitsandbytes", "torch"),
     (
-        re.compile(r"DeepSpeed|deepspeed|loss scale already at minimum|OVERFLOW! Rank \d+ Skipping step"),
+        re.compile(
+            r"DeepSpeed|deepspeed|loss scale already at minimum|OVERFLOW! Rank \d+ Skipping step"
+            r"|Attempted loss scale: \d"
+        ),
         "deepspeed",
         "torch",
     ),
@@ -101,7 +104,10 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
         None,
     ),
     (
-        re.compile(r"\bKeras\b|\bkeras\b|Functional model|dtype_policy|DTypePolicy|LossScaleOptimizer"),
+        re.compile(
+            r"\bKeras\b|\bkeras\b|\btfmot\b|Model Optimization|Functional model|dtype_policy|DTypePolicy"
+            r"|LossScaleOptimizer"
+        ),
         "keras",
         "keras",
     ),
@@ -120,7 +126,8 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
     ),
     (
         re.compile(
-            r"\btorch\b|\bPyTorch\b|\baten::|\baten\.|\bc10::|GradScaler|\bnn\.Module|\bF\.\w+\(|\bat::|torch\.\w+|\bc10\b"
+            r"\btorch\b|\bPyTorch\b|\w not implemented for '\w|\baten::|\baten\.|\bc10::|GradScaler"
+            r"|\bnn\.Module|\bF\.\w+\(|\bat::|torch\.\w+|\bc10\b"
         ),
         "torch",
         "torch",

@@ -110,6 +110,9 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         _words(
             r"compute capability",
             r"cuda capability",
+            r"(?:on|for) (?:this|the|your) (?:CPU|platform|processor|machine|hardware)",
+            r"the platform with",
+            r"\bISA\b",
             r"\bsm_\d{2,3}",
             r"\bSM ?\d{2,3}",
             r"architecture",
@@ -433,4 +436,7 @@ def read_error_text(
         framework, how = _framework_fallback(masked, mentions, device)
         if how is not None:
             evidence["framework"] = how
+            if library is None:
+                library = "mps" if device.type == "mps" else framework
+                evidence["library"] = how
     return ErrorReading(framework, library, tuple(dtypes), device, op, kind, evidence, _families(masked))
