@@ -97,7 +97,7 @@ def test_evidence_spans_point_at_what_they_name_on_every_dev_text() -> None:
         text = json.loads(line)["text"]
         reading = read_text(text)
         for d in reading.dtypes:
-            assert text[d.start : d.end] == d.text
+            assert d.start < 0 or text[d.start : d.end] == d.text
         for start, end, said in [*reading.evidence.values(), *reading.device.evidence.values()]:
             assert text[start:end] == said
         if reading.op.raw and reading.op.start >= 0:
@@ -130,3 +130,14 @@ def test_unrecognised_text_still_says_what_it_names() -> None:
     assert (result["framework"], result["dtype"], result["device"]) == ("torch", "float64", "mps")
     assert "Read from the text: PyTorch" in result["explanation"]
     assert read_text("all good, thanks").empty
+
+
+def test_a_long_paste_is_read_from_its_end_with_offsets_in_the_whole_text() -> None:
+    message = "RuntimeError: Input type (c10::Half) and bias type (float) should be the same (sm_86)"
+    text = "log line\n" * 20_000 + message
+    reading = read_text(text)
+    assert set(reading.dtype_names) == {"float16", "float32"}
+    assert all(text[d.start : d.end] == d.text for d in reading.dtypes)
+    assert reading.device.compute_capability == "8.6"
+    start, end, said = reading.device.evidence["compute_capability"]
+    assert text[start:end] == said == "sm_86"

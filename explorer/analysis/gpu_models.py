@@ -204,13 +204,16 @@ def _digits(name: str) -> int:
 
 #: short names (``T4``, ``A2``) match in their own case only; longer ones and those with three
 #: digits or more (``v100``) in any case
-_COMPILED = tuple(
-    (
-        model,
-        re.compile(model.pattern, re.IGNORECASE if len(model.name) > 4 or _digits(model.name) >= 3 else 0),
-    )
-    for model in GPU_MODELS
+#: where a model name can begin: every row's pattern starts with one of these
+_ANCHOR = re.compile(
+    r"(?i)(?<![\w.])(?:rtx|gtx|titan|quadro|jetson|dgx|rx|mi\d|g[bh]\d|[abhlpktvm]\d|10[5-8]0)"
 )
+_ANY_MODEL = re.compile(
+    "|".join(
+        f"(?P<g{i}>(?i:{m.pattern}))" if len(m.name) > 4 or _digits(m.name) >= 3 else f"(?P<g{i}>{m.pattern})"
+        for i, m in enumerate(GPU_MODELS)
+    )
+)  # one pass; at one position the first row that matches wins (the rows run most specific first)
 
 
 def find_gpu_models(text: str) -> list[tuple[GpuModel, tuple[int, int]]]:
@@ -221,15 +224,15 @@ def find_gpu_models(text: str) -> list[tuple[GpuModel, tuple[int, int]]]:
     [('MI300', 'gfx942')]
     """
     found: list[tuple[GpuModel, tuple[int, int]]] = []
-    taken: list[tuple[int, int]] = []
-    for model, regex in _COMPILED:
-        for match in regex.finditer(text[:200_000]):
-            span = match.span()
-            if any(a <= span[0] < b or a < span[1] <= b for a, b in taken):
-                continue
-            taken.append(span)
-            found.append((model, span))
-    return sorted(found, key=lambda ms: ms[1][0])
+    end = 0
+    for anchor in _ANCHOR.finditer(text):  # the rows are tried only where a name can begin
+        if anchor.start() < end:
+            continue
+        match = _ANY_MODEL.match(text, anchor.start())
+        if match is not None:
+            found.append((GPU_MODELS[int((match.lastgroup or "g0")[1:])], match.span()))
+            end = match.end()
+    return found
 
 
 def model_by_name(name: str) -> GpuModel | None:

@@ -34,7 +34,12 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         ),
     ),
     ("cuda", 2, re.compile(r"_cuda(?=_?(?!\w))|\bsm_\d{2,3}a?\b|no kernel image is available")),
-    ("cuda", 3, re.compile(r"/device:GPU:\d|/gpu:\d|\bXLA_GPU_JIT\b")),
+    (
+        "cuda",
+        3,
+        re.compile(r"/device:GPU:\d|/gpu:\d|\bXLA_GPU_JIT\b|\"\w{0,80}?_(?:cuda|CUDA)(?:_\w{0,80})?\""),
+    ),
+    ("cpu", 3, re.compile(r"\"\w{0,80}?_(?:cpu|CPU)(?:_\w{0,80})?\"")),
     ("cuda", 1, re.compile(r"\bGPU\b|\bgpu\b|\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b")),
     (
         "cpu",
@@ -134,7 +139,8 @@ class DeviceReading:
 def _is_required(text: str, start: int, end: int, reach: int = 90) -> bool:
     """Whether a capability at ``text[start:end]`` is stated as a requirement (its clause says
     ``requires``, ``>=``, ``or higher`` ...), not as the device's own."""
-    line_start = max(text.rfind("\n", 0, start), text.rfind(". ", 0, start), start - reach) + 1
+    window = max(0, start - reach)
+    line_start = max(text.rfind("\n", window, start), text.rfind(". ", window, start), window - 1) + 1
     before = text[line_start:start]
     after = text[end : end + 25]
     own = re.search(
@@ -149,6 +155,18 @@ def _is_required(text: str, start: int, end: int, reach: int = 90) -> bool:
         _REQUIRED.search(before[-60:])
         or re.match(r"\+|\s*(?:or (?:higher|above|newer|later)|and above)", after)
     )
+
+
+#: NVIDIA architectures and the first compute capability of each (the tensor-core table's rows)
+_ARCH_CC = {
+    "volta": "7.0",
+    "turing": "7.5",
+    "ampere": "8.0",
+    "ada": "8.9",
+    "hopper": "9.0",
+    "blackwell": "10.0",
+}
+_ARCH = re.compile(r"\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b")
 
 
 def _model_is_required(text: str, start: int, end: int) -> bool:
@@ -222,6 +240,11 @@ def read_device(text: str) -> DeviceReading:
                 required = _lowest(required, _cc(major, minor))
         else:
             own_cc = (cc, "text", match.span())
+    for match in _ARCH.finditer(text):
+        if _is_required(text, match.start(), match.end()) or re.match(
+            r"[^.\n]{0,20}or (?:later|newer|above)", text[match.end() :]
+        ):
+            required = _lowest(required, _ARCH_CC[match.group(0).lower()])
     for match in _TUPLE.finditer(text):
         own_cc = (_cc(match.group("maj"), match.group("min")), "tuple", match.span())
     for match in _SM.finditer(text):

@@ -186,6 +186,8 @@ def _in_dtype_place(text: str, start: int, end: int, prefix: str) -> bool:
         return True
     if re.match(r"\s(?:tensor|Tensor|dtype|type|precision|scalar|inputs?\b|weights?\b|gradients?\b)", after):
         return True
+    if re.search(r"\b(?:dtype|stype|type)=$", before):
+        return True
     if re.search(
         r"(?:dtype|type|DataType|scalar type|found|got|expected|of|to|and|as|in|for)\s[(']?$", before
     ):
@@ -252,7 +254,15 @@ def dtype_mentions(text: str) -> list[DtypeMention]:
             span_start = match.start()
         end = span_start + len(block.group(0)) if block else match.end()
         found.append(DtypeMention(name, text[span_start:end], span_start, end))
-    return _with_listed(text, found, waiting)
+    taken = {m.start for m in found}
+    for match in _MLIR_SHAPE.finditer(text):  # tensor<1x4xf32>: the element type after the last "x"
+        name = _name_of(match.group("t"), "")
+        if name is not None and match.start("t") not in taken:
+            found.append(DtypeMention(name, match.group("t"), match.start("t"), match.end("t")))
+    return _with_listed(text, sorted(found, key=lambda m: m.start), waiting)
+
+
+_MLIR_SHAPE = re.compile(r"(?<=[\d?]x)(?P<t>bf16|f16|f32|f64|c64|c128|f8E\w{2,12}|f4E\w{2,8})(?=[>,\]\s])")
 
 
 #: the numpy-style names a compound identifier is split into
@@ -293,18 +303,17 @@ def _compound(word: str, start: int) -> list[DtypeMention]:
 def _with_listed(text: str, found: list[DtypeMention], waiting: list[DtypeMention]) -> list[DtypeMention]:
     """``found`` with the ordinary words that stand in one list with a dtype (``bool, int32, long,
     half, float``): a word separated from an accepted dtype only by a comma, ``/``, ``or`` or ``and``."""
-    accepted = list(found)
-    changed = True
-    while changed and waiting:
-        changed = False
-        for word in list(waiting):
-            for other in accepted:
-                gap = (
-                    text[other.end : word.start] if other.end <= word.start else text[word.end : other.start]
-                )
-                if (other.end <= word.start or word.end <= other.start) and _LIST_SEPARATOR.fullmatch(gap):
-                    accepted.append(word)
-                    waiting.remove(word)
-                    changed = True
-                    break
-    return sorted(accepted, key=lambda m: m.start)
+    everything = sorted(
+        [(m, True) for m in found] + [(m, False) for m in waiting], key=lambda ma: ma[0].start
+    )
+    accepted = [ok for _, ok in everything]
+    mentions = [m for m, _ in everything]
+    linked = [
+        i + 1 < len(mentions) and bool(_LIST_SEPARATOR.fullmatch(text[m.end : mentions[i + 1].start]))
+        for i, m in enumerate(mentions)
+    ]  # linked[i]: mention i and mention i + 1 stand in one list
+    for i in range(1, len(mentions)):  # a list is taken in from its left end ...
+        accepted[i] = accepted[i] or (linked[i - 1] and accepted[i - 1])
+    for i in range(len(mentions) - 2, -1, -1):  # ... and from its right end
+        accepted[i] = accepted[i] or (linked[i] and accepted[i + 1])
+    return [m for m, ok in zip(mentions, accepted, strict=True) if ok]

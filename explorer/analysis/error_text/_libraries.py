@@ -12,6 +12,7 @@ the framework (``torchao`` over ``torch``), then the framework itself.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 Span = tuple[int, int, str]
@@ -58,7 +59,7 @@ SPECIFIC = frozenset(
 _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
     (
         re.compile(
-            r"\[ONNXRuntimeError\]|(?i:onnxruntime)|ORT_\w+|\w+ExecutionProvider|InferenceSession|\bORT\b"
+            r"\[ONNXRuntimeError\]|(?i:onnxruntime)|ORT_\w+|(?<!\w)\w{1,40}ExecutionProvider|InferenceSession|\bORT\b"
             r"|Type Error: Type|tensor\((?:float|double|int|bool|uint|bfloat)\w*\)"
             r"|Load model from \S{1,300}\.onnx"
             r"|\bDirectML EP\b|\bCUDA EP\b|\bDML EP\b|\[ErrorCode:\w+\]"
@@ -81,7 +82,11 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
         "transformer_engine",
         None,
     ),
-    (re.compile(r"bitsandbytes|\bbnb\."), "bitsandbytes", "torch"),
+    (
+        re.compile(r"bitsandbytes|\bbnb\b|Blockwise quantization|quantize_blockwise|Linear8bitLt|Params4bit"),
+        "bitsandbytes",
+        "torch",
+    ),
     (
         re.compile(
             r"DeepSpeed|deepspeed|loss scale already at minimum|OVERFLOW! Rank \d+ Skipping step"
@@ -106,6 +111,7 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
     (
         re.compile(
             r"\bKeras\b|\bkeras\b|\btfmot\b|Model Optimization|Functional model|dtype_policy|DTypePolicy"
+            r"|quantization mode|Layer '\w+' of type"
             r"|LossScaleOptimizer"
         ),
         "keras",
@@ -194,21 +200,26 @@ def read_library_spans(text: str) -> tuple[str | None, str | None, dict[str, Spa
     lines = sorted(message_starts)
 
     def in_message(start: int) -> bool:
-        line_start = text.rfind("\n", 0, start) + 1
-        return line_start in message_starts or (bool(lines) and start >= lines[-1])
+        line_start = lines[bisect.bisect_right(lines, start) - 1] if lines and start >= lines[0] else -1
+        return line_start in message_starts and text.find("\n", line_start, start) < 0
 
     n = max(len(text), 1)
     score: dict[str, float] = {}
     where: dict[str, tuple[int, int]] = {}
     for lib, _fw, start, end, how in mentions:
         weight = {"path": 1.0, "module": 1.5, "word": 1.0}[how]
-        if in_message(start):
+        if in_message(start) and lib in SPECIFIC:
             weight *= 2.0
         weight *= 1.0 + start / n  # later text is nearer the raise
         if lib in SPECIFIC:
-            weight *= 1.5
+            weight *= 3.0 if in_message(start) else 1.5
         score[lib] = score.get(lib, 0.0) + weight
         where[lib] = (start, end)
+    deepest = _deepest_frame_library(text)
+    if deepest is not None:
+        lib, span = deepest
+        score[lib] = score.get(lib, 0.0) + (6.0 if lib in SPECIFIC else 3.0)  # the frame that raised it
+        where.setdefault(lib, span)
     library = max(score, key=lambda k: (score[k], where[k][0]))
     frameworks = [(fw, s, e) for lib, fw, s, e, _ in mentions if fw is not None]
     fw_score: dict[str, float] = {}
@@ -223,6 +234,22 @@ def read_library_spans(text: str) -> tuple[str | None, str | None, dict[str, Spa
     return framework, library, evidence
 
 
+def _deepest_frame_library(text: str) -> tuple[str, tuple[int, int]] | None:
+    """The library of the last traceback frame (the code that raised), with the path's span."""
+    frames = list(FRAME.finditer(text))
+    if not frames:
+        return None
+    path = frames[-1].group("path")
+    found = list(_PATH.finditer(path))
+    if not found:
+        return None
+    pkg = found[-1].group("pkg") or found[-1].group("pkg2")
+    if pkg not in PACKAGES:
+        return None
+    start = frames[-1].start("path")
+    return PACKAGES[pkg][0], (start, start + len(path))
+
+
 def _framework_of(library: str, fw_score: dict[str, float]) -> str | None:
     """The top framework for ``library``: its own when it has one (torchao -> torch), else the
     framework the text names most (XLA under JAX or TensorFlow, Triton under torch or JAX)."""
@@ -233,10 +260,9 @@ def _framework_of(library: str, fw_score: dict[str, float]) -> str | None:
         if named:
             return max(named, key=lambda k: named[k])
         return {"triton": "torch", "transformer_engine": "torch"}.get(library)
-    if library == "keras" and fw_score.get("keras", 0.0) == 0.0:
-        return "keras"
-    if library in ("tensorflow", "keras") and fw_score.get("keras", 0.0) >= fw_score.get("tensorflow", 0.0):
-        return "keras" if fw_score.get("keras") else "tensorflow"
+    if library in ("tensorflow", "keras"):
+        keras, tensorflow = fw_score.get("keras", 0.0), fw_score.get("tensorflow", 0.0)
+        return "keras" if keras >= tensorflow and (keras or library == "keras") else "tensorflow"
     if library == "numpy" and fw_score:
         named = {fw: s for fw, s in fw_score.items() if fw != "numpy"}
         if named:

@@ -113,9 +113,7 @@ def _parse_cleaned(cleaned: str) -> ParsedError | None:
 
 
 def _structural(cleaned: str, parsed: ParsedError | None) -> ErrorReading:
-    if parsed is None:
-        return read_error_text(cleaned)
-    return read_error_text(cleaned, parsed.kind, (parsed.raw_op, parsed.op or parsed.called_op))
+    return read_error_text(cleaned, parsed)
 
 
 def _last_match(text: str) -> tuple[Pattern, re.Match[str]] | None:

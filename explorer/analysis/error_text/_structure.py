@@ -16,15 +16,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from explorer.analysis.error_text._device import DeviceReading, read_device
 from explorer.analysis.error_text._lexicon import dtype_mentions, spelling_framework
 from explorer.analysis.error_text._libraries import FRAME, read_library_spans
 from explorer.analysis.error_text._op_reading import OpReading, read_op
 
+if TYPE_CHECKING:
+    from explorer.analysis.error_text._parsed import ParsedError
+
 Span = tuple[int, int, str]
 
+#: how many characters, from the end of a text, are read by structure (a paste's error is at its end)
+STRUCTURE_CHARS = 32_768
+#: how many characters, from the end, the kind's words are counted in
+KIND_CHARS = 8000
 #: the kinds :func:`read_error_text` tells apart
 KINDS: tuple[str, ...] = (
     "missing_kernel",
@@ -112,6 +119,8 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
             r"cuda capability",
             r"(?:on|for) (?:this|the|your) (?:CPU|platform|processor|machine|hardware)",
             r"the platform with",
+            r"(?:GPU|device|hardware)\b[^.\n]{0,60}(?:does not|doesn't|cannot) support",
+            r"(?:only )?supports? \w+ (?:GPUs|devices) or (?:newer|later|above)",
             r"\bISA\b",
             r"\bsm_\d{2,3}",
             r"\bSM ?\d{2,3}",
@@ -241,6 +250,8 @@ class DtypeRole:
     text: str
     #: input | weight | bias | other | from | to | expected | got | None (no role stated)
     role: str | None
+    #: offsets of :attr:`text` in the text read; -1 when a message pattern read the dtype from a
+    #: number (XLA's type enum) rather than a spelling
     start: int
     end: int
 
@@ -318,7 +329,9 @@ def _families(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-_PATHLIKE = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*[/\\]){2,}[\w.-]*|File \"[^\"\n]{1,500}\"")
+_PATHLIKE = re.compile(
+    r"(?<![\w.~/\\-])(?:[A-Za-z]:)?(?:[\w.~-]{0,200}[/\\]){2,64}[\w.-]{0,200}|File \"[^\"\n]{1,500}\""
+)
 
 
 def masked_paths(text: str) -> str:
@@ -340,7 +353,9 @@ def _roles(text: str, mentions: list[Any]) -> list[str | None]:
     (``Input type (X) and bias type (Y)``; ``from X to Y``; ``expected X but found Y``)."""
     roles: list[str | None] = []
     for i, m in enumerate(mentions):
-        line_start = max(text.rfind("\n", 0, m.start) + 1, mentions[i - 1].end if i else 0)
+        line_start = max(
+            text.rfind("\n", max(0, m.start - 200), m.start) + 1, mentions[i - 1].end if i else 0
+        )
         found = _ROLE_WORDS.search(text[line_start : m.start])
         role = found.group("role").lower() if found else None
         roles.append(_ROLE_NAMES.get(role, role) if role else None)
@@ -354,12 +369,16 @@ def _kind(
         return OLD_KINDS[old_kind], None
     scores: dict[str, float] = {}
     spans: dict[str, Span] = {}
+    base = max(0, len(text) - KIND_CHARS)
+    tail = text[base:]  # the words near the end, where the error is
     for kind, weight, regex in _KIND_WORDS:
-        for source, factor in ((message, 2.0), (text, 0.5)):
-            for match in regex.finditer(source):
-                scores[kind] = scores.get(kind, 0.0) + weight * factor
-                if source is text and kind not in spans:
-                    spans[kind] = (match.start(), match.end(), match.group(0))
+        said = len(regex.findall(message[-2000:]))
+        if said:
+            scores[kind] = scores.get(kind, 0.0) + weight * 2.0 * said
+        for match in regex.finditer(tail):
+            scores[kind] = scores.get(kind, 0.0) + weight * 0.5
+            if kind not in spans:
+                spans[kind] = (base + match.start(), base + match.end(), match.group(0))
     if has_cc:
         scores["hardware_gate"] = scores.get("hardware_gate", 0.0) + 6
     if old_kind in OLD_KINDS:
@@ -401,18 +420,39 @@ def _framework_fallback(
     return None, None
 
 
-def read_error_text(
-    text: str, old_kind: str | None = None, old_op: tuple[str | None, str | None] = (None, None)
-) -> ErrorReading:
-    """Read ``text`` (already cleaned) by structure.  ``old_kind`` and ``old_op`` (raw op, catalog op)
-    are what the message patterns read, when one matched; they rank first.
+def _shifted(reading: ErrorReading, base: int) -> ErrorReading:
+    """``reading`` with every offset moved on by ``base`` (it was read from ``text[base:]``)."""
+    from dataclasses import replace
+
+    def span(s: Span) -> Span:
+        return (s[0] + base, s[1] + base, s[2])
+
+    op = reading.op
+    return replace(
+        reading,
+        dtypes=tuple(replace(d, start=d.start + base, end=d.end + base) for d in reading.dtypes),
+        device=replace(reading.device, evidence={k: span(v) for k, v in reading.device.evidence.items()}),
+        op=replace(op, start=op.start + base, end=op.end + base) if op.start >= 0 else op,
+        evidence={k: span(v) for k, v in reading.evidence.items()},
+    )
+
+
+def read_error_text(text: str, hint: ParsedError | None = None) -> ErrorReading:
+    """Read ``text`` (already cleaned) by structure.  ``hint`` is what a message pattern of
+    :data:`~explorer.analysis.error_text.PATTERNS` read, when one matched: its op and kind rank
+    first, and its framework and dtype fill what the structure leaves unread (the pattern knows
+    whose message it is; XLA's enum numbers name a dtype no spelling gives).
 
     >>> r = read_error_text("RuntimeError: torch._scaled_mm is only supported on CUDA devices with "
     ...                     "compute capability >= 9.0 or 8.9, or ROCm MI300+ (on an RTX 3090)")
     >>> r.op.raw, r.device.type, r.device.compute_capability, r.kind
     ('_scaled_mm', 'cuda', '8.6', 'hardware_gate')
     """
-    text = text[-200_000:] if len(text) > 200_000 else text
+    if len(text) > STRUCTURE_CHARS:  # the error is at the end; offsets are given in the whole text
+        base = len(text) - STRUCTURE_CHARS
+        return _shifted(read_error_text(text[base:], hint), base)
+    old_kind = hint.kind if hint else None
+    old_op = (hint.raw_op, hint.op or hint.called_op) if hint else (None, None)
     masked = masked_paths(text)
     framework, library, evidence = read_library_spans(text)
     device = read_device(masked)
@@ -425,6 +465,10 @@ def read_error_text(
             continue
         seen.add(mention.name)
         dtypes.append(DtypeRole(mention.name, mention.text, role, mention.start, mention.end))
+    if hint is not None and hint.dtype and hint.dtype not in seen and hint.dtype_text:
+        at = text.lower().rfind(hint.dtype_text.lower())  # -1: the pattern read it from an enum number
+        said = text[at : at + len(hint.dtype_text)] if at >= 0 else hint.dtype_text
+        dtypes.append(DtypeRole(hint.dtype, said, None, at, at + len(said) if at >= 0 else -1))
     message = _last_message(text)
     op = read_op(text, framework, old_op)
     kind, kind_span = _kind(
@@ -432,6 +476,16 @@ def read_error_text(
     )
     if kind_span:
         evidence["kind"] = kind_span
+    if (
+        hint is not None
+        and hint.framework != "xla"
+        and (
+            framework is None
+            or (framework in ("tensorflow", "keras") and hint.framework in ("tensorflow", "keras"))
+        )
+    ):
+        framework = hint.framework  # the matched pattern is that framework's own message
+        library = library or framework
     if framework is None:
         framework, how = _framework_fallback(masked, mentions, device)
         if how is not None:
