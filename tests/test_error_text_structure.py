@@ -141,3 +141,14 @@ def test_a_long_paste_is_read_from_its_end_with_offsets_in_the_whole_text() -> N
     assert reading.device.compute_capability == "8.6"
     start, end, said = reading.device.evidence["compute_capability"]
     assert text[start:end] == said == "sm_86"
+
+
+def test_every_named_row_of_the_model_table_is_found_by_its_own_name() -> None:
+    """Each row written as a model name (not a series rule) is found in a sentence, as itself or a
+    row of the same compute capability (``RTX 4090`` may be read by the RTX 40 series rule)."""
+    for model in GPU_MODELS:
+        if "(" in model.name or "series" in model.name or "generation" in model.name:
+            continue  # a series rule, not a name
+        found = find_gpu_models(f"Found GPU0 {model.name} (device 0)")
+        assert found, model.name
+        assert (found[0][0].compute_capability, found[0][0].gfx) == (model.compute_capability, model.gfx)

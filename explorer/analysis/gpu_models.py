@@ -206,7 +206,7 @@ def _digits(name: str) -> int:
 #: digits or more (``v100``) in any case
 #: where a model name can begin: every row's pattern starts with one of these
 _ANCHOR = re.compile(
-    r"(?i)(?<![\w.])(?:rtx|gtx|titan|quadro|jetson|dgx|rx|mi\d|g[bh]\d|[abhlpktvm]\d|10[5-8]0)"
+    r"(?i)(?<![\w.])(?:rtx|gtx|titan|quadro|jetson|dgx|rx|mi\d|mx\d|g[bh]\d|[abhlpktvm]\d|10[5-8]0)"
 )
 _ANY_MODEL = re.compile(
     "|".join(

@@ -185,13 +185,16 @@ def extra_facts(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("operands", ", ".join(result["operand_dtypes"])))
     if result.get("provider"):
         rows.append(("provider", result["provider"]))
-    return rows + reading_facts(result.get("reading"))
+    return rows + reading_facts(result.get("reading"), result)
 
 
-def reading_facts(reading: dict[str, Any] | None) -> list[tuple[str, str]]:
+def reading_facts(
+    reading: dict[str, Any] | None, shown: dict[str, Any] | None = None
+) -> list[tuple[str, str]]:
     """The structural reading's facts as (label, text) rows: the library that raised the error, the
     dtypes with their roles, the device with its compute capability (and where that came from), the
-    capability the feature requires, and the kind; each row names the text it was read from.
+    capability the feature requires, and the kind; each row names the text it was read from.  A row
+    that would only repeat ``shown`` (the rows already printed: framework, dtype, device) is left out.
 
     >>> from explorer.analysis.error_text import read_text
     >>> text = "Input type (c10::Half) and bias type (float) should be the same"
@@ -202,13 +205,19 @@ def reading_facts(reading: dict[str, Any] | None) -> list[tuple[str, str]]:
         return []
     from explorer.analysis.reading_explanation import KIND_WORDS, NAMES
 
+    shown = shown or {}
     rows: list[tuple[str, str]] = []
-    if reading.get("library") or reading.get("framework"):
+    if (reading.get("library") or reading.get("framework")) and reading.get("library") != shown.get(
+        "framework"
+    ):
         lib = reading.get("library") or reading["framework"]
         evidence = reading.get("evidence", {}).get("library")
         said = f' (read from "{evidence[2]}")' if evidence else ""
         rows.append(("library", f"{NAMES.get(lib, lib)}{said}"))
-    if reading.get("dtypes"):
+    dtypes = reading.get("dtypes") or []
+    if dtypes and not (
+        len(dtypes) == 1 and not dtypes[0].get("role") and dtypes[0]["name"] == shown.get("dtype")
+    ):
         cells = []
         for d in reading["dtypes"]:
             role = f"{d['role']}, " if d.get("role") else ""
@@ -227,7 +236,8 @@ def reading_facts(reading: dict[str, Any] | None) -> list[tuple[str, str]]:
             words.append(f"macOS {device['macos']}")
         if device.get("isa"):
             words.append("ISA " + ", ".join(device["isa"]))
-        rows.append(("device read", ", ".join(words)))
+        if len(words) > 1 or str(shown.get("device") or "").lower() != device["type"]:
+            rows.append(("device read", ", ".join(words)))
     if device.get("required_compute_capability"):
         rows.append(("requires", f"compute capability {device['required_compute_capability']}"))
     if reading.get("kind"):
