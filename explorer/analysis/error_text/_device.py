@@ -253,7 +253,12 @@ def read_device(text: str) -> DeviceReading:
             required = _lowest(required, cc)
         elif own_cc is None or own_cc[1] == "sm":
             own_cc = (cc, "sm", match.span())
-    models = [(m, span) for m, span in find_gpu_models(text) if not _model_is_required(text, *span)]
+    models = []
+    for model, span in find_gpu_models(text):
+        if not _model_is_required(text, *span):
+            models.append((model, span))
+        elif model.compute_capability:  # "H100+", "requires an H100": the generation needed
+            required = _lowest(required, model.compute_capability)
     name = None
     gfx = None
     if models:

@@ -119,6 +119,8 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
             r"cuda capability",
             r"(?:on|for) (?:this|the|your) (?:CPU|platform|processor|machine|hardware)",
             r"the platform with",
+            r"hardware support",
+            r"(?:only )?supported (?:on|by) [^.\n]{0,40}(?:GPU|device|architecture)s?\b",
             r"(?:GPU|device|hardware)\b[^.\n]{0,60}(?:does not|doesn't|cannot) support",
             r"(?:only )?supports? \w+ (?:GPUs|devices) or (?:newer|later|above)",
             r"\bISA\b",
@@ -212,8 +214,6 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
             r"not supported on MPS",
             r"doesn't support float",
             r"does not support (?:the )?(?:float|bfloat|half|fp)",
-            r"engine",
-            r"builder",
         ),
     ),
     (
@@ -341,7 +341,7 @@ def masked_paths(text: str) -> str:
 
 
 _ROLE_WORDS = re.compile(
-    r"\b(?P<role>input|weight|bias|mat1|mat2|m1|m2|self|other|query|key|value|expected|found|got|from|to|source|target"
+    r"\b(?P<role>input|weight|bias|mat1|mat2|m1|m2|self|other|expected|found|got|from|to|source|target"
     r"|lhs|rhs|scale)s?\b[^.\n]{0,18}$",
     re.I,
 )
