@@ -87,8 +87,11 @@ _COLUMN = {
     "bfloat16": "bfloat16",
     "float16": "float16",
 }
-#: the macOS release Apple's MPS backend needs for a dtype (PyTorch's MPS checks: bfloat16 from macOS 14)
+#: the macOS release Apple's MPS backend needs for a dtype, as PyTorch's MPS check words it
+#: ("MPS BFloat16 is only supported on MacOS 14 or newer")
 _MACOS_NEEDED = {"bfloat16": "14"}
+#: the block format of :func:`explorer.quantize_blocks` that emulates each gated column
+_BLOCK_NAMES = {"mxfp8": "mxfp8_e4m3", "nvfp4": "nvfp4", "mxfp4": "mxfp4_e2m1", "mxfp6": "mxfp6_e2m3"}
 
 
 def _join(items: list[str]) -> str:
@@ -204,11 +207,10 @@ def gate_sentence(reading: ErrorReading) -> str | None:
     if device.type == "cpu":
         isa = f" with {_join(list(device.isa))} named" if device.isa else ""
         return (
-            f"The device is a CPU{isa}: the library refuses the format on this CPU's instruction set "
-            "(oneDNN's bfloat16 and float16 paths need AVX512_BF16 / AVX512_FP16 or AMX, or AVX2-VNNI-2 "
-            "for some). What to do on this CPU: compute in float32, or emulate the low-precision rounding "
-            "with explorer's emulated backend (backends=['emulated']), which rounds every result to the "
-            "format in software."
+            f"The device is a CPU{isa}: the library refuses the format for this CPU's instruction set "
+            "(the text names what the CPU has or lacks). What to do on this CPU: compute in float32, or "
+            "emulate the low-precision rounding with explorer's emulated backend (backends=['emulated']), "
+            "which rounds every result to the format in software."
         )
     if device.type not in ("cuda", None):
         return None
@@ -232,17 +234,17 @@ def gate_sentence(reading: ErrorReading) -> str | None:
         )
     else:
         parts.append("The text does not say which GPU it ran on (its compute capability is unknown).")
-    what = _join(columns) if columns else "the feature"
+    what = f"The {_join(columns)} format" if len(columns) == 1 else f"The {_join(columns)} formats"
     if need_row is not None:
         parts.append(
-            f"{what[:1].upper() + what[1:]} needs compute capability {needed} or newer "
+            f"{what if columns else 'The feature'} needs compute capability {needed} or newer "
             f"({need_row.architecture}, e.g. {need_row.examples})."
         )
-    parts.append(_instead(row, columns))
+    parts.append(_instead(row, list(reading.dtype_names)))
     return " ".join(parts)
 
 
-def _instead(row: TensorCoreRow | None, columns: list[str]) -> str:
+def _instead(row: TensorCoreRow | None, dtypes: list[str]) -> str:
     """What to do on the user's device instead: bfloat16 where its tensor cores take it (else
     float16), and the gated format emulated in software."""
     if row is None:
@@ -251,9 +253,9 @@ def _instead(row: TensorCoreRow | None, columns: list[str]) -> str:
         low = "bfloat16, which its tensor cores take"
     else:
         low = "float16 (its tensor cores take no bfloat16)"
-    block = [c for c in columns if c in ("mxfp8", "nvfp4", "float4", "float6")]
+    block = [_BLOCK_NAMES[d] for d in dtypes if d in _BLOCK_NAMES]
     emulate = (
-        "explorer.quantize_blocks(values, format) rounds values to the block format in software"
+        f"explorer.quantize_blocks(values, {block[0]!r}) rounds values to the block format in software"
         if block
         else "explorer's emulated backend (backends=['emulated']) rounds every result to the format in "
         "software"
