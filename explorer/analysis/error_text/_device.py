@@ -60,6 +60,7 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         2,
         re.compile(
             r"(?<!\w)(?:CPU|cpu)(?!\w)|_cpu(?=_?(?!\w))|/device:CPU|oneDNN|onednn|mkldnn|MKLDNN|dnnl|\bDNNL\b"
+            r"|\bAArch64\w*|\baarch64\b|\bX86ISD\b|\bx86[_-]64\b"
         ),
     ),
     (
@@ -169,6 +170,9 @@ _ARCH_CC = {
 _ARCH = re.compile(r"\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b")
 
 
+_NEGATED = re.compile(r"(?:\bwithout|\bno|\bnot|\bnon)[ -](?:an? |any )?$", re.IGNORECASE)
+
+
 def _model_is_required(text: str, start: int, end: int) -> bool:
     """Whether a GPU model at ``text[start:end]`` is named as what a feature needs (``or ROCm MI300+``,
     ``requires an H100``, ``H100 or newer``), not as the GPU that ran."""
@@ -200,7 +204,7 @@ def _sm_cc(sm: str) -> str:
 #: lines that list what a build registers (TensorFlow's kernel lists), not the device that ran
 _REGISTRY_LINES = re.compile(
     r"^[ \t]*device='\w+'[^\n]*$|Registered devices: \[[^\]\n]*\]|All kernels registered for op \w+"
-    r"|CUDA/cuDNN version|GPU model and memory|CUDA version|cuDNN version",
+    r"|CUDA/cuDNN version|GPU model and memory|CUDA version|cuDNN version|use_cudnn_on_gpu=\w+",
     re.MULTILINE,
 )
 
@@ -220,6 +224,8 @@ def read_device(text: str) -> DeviceReading:
         for match in regex.finditer(text):
             position = match.start() / n
             factor = 0.25 if _is_required(text, match.start(), match.end()) else 1.0
+            if _NEGATED.search(text[max(0, match.start() - 12) : match.start()]):
+                factor = 0.0  # "without TPU", "no GPU": the device the text rules out
             scores[kind] = scores.get(kind, 0.0) + weight * factor * (1.0 + position)
             if kind not in last or weight >= 2:
                 last[kind] = match.span()

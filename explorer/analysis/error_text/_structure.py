@@ -22,6 +22,7 @@ from explorer.analysis.error_text._device import DeviceReading, read_device
 from explorer.analysis.error_text._lexicon import dtype_mentions, spelling_framework
 from explorer.analysis.error_text._libraries import FRAME, read_library_spans
 from explorer.analysis.error_text._op_reading import OpReading, read_op
+from explorer.analysis.error_text._parsed import CPU_DEDUCTION
 
 if TYPE_CHECKING:
     from explorer.analysis.error_text._parsed import ParsedError
@@ -250,8 +251,7 @@ class DtypeRole:
     text: str
     #: input | weight | bias | other | from | to | expected | got | None (no role stated)
     role: str | None
-    #: offsets of :attr:`text` in the text read; -1 when a message pattern read the dtype from a
-    #: number (XLA's type enum) rather than a spelling
+    #: offsets of :attr:`text` in the text read
     start: int
     end: int
 
@@ -453,6 +453,8 @@ def read_error_text(text: str, hint: ParsedError | None = None) -> ErrorReading:
         return _shifted(read_error_text(text[base:], hint), base)
     old_kind = hint.kind if hint else None
     old_op = (hint.raw_op, hint.op or hint.called_op) if hint else (None, None)
+    if old_kind == "xla_unsupported_type":
+        old_op = (None, None)  # its "raw op" is XLA's type-conversion function, not an op of the model
     masked = masked_paths(text)
     framework, library, evidence = read_library_spans(text)
     device = read_device(masked)
@@ -466,9 +468,17 @@ def read_error_text(text: str, hint: ParsedError | None = None) -> ErrorReading:
         seen.add(mention.name)
         dtypes.append(DtypeRole(mention.name, mention.text, role, mention.start, mention.end))
     if hint is not None and hint.dtype and hint.dtype not in seen and hint.dtype_text:
-        at = text.lower().rfind(hint.dtype_text.lower())  # -1: the pattern read it from an enum number
-        said = text[at : at + len(hint.dtype_text)] if at >= 0 else hint.dtype_text
-        dtypes.append(DtypeRole(hint.dtype, said, None, at, at + len(said) if at >= 0 else -1))
+        at = text.lower().rfind(hint.dtype_text.lower())  # -1: read from an enum number, not a spelling
+        if at >= 0:
+            said = text[at : at + len(hint.dtype_text)]
+            dtypes.append(DtypeRole(hint.dtype, said, None, at, at + len(said)))
+    if device.type is None and hint is not None and hint.device and CPU_DEDUCTION not in hint.notes:
+        # the pattern read the device from what the structure does not weigh (jaxlib's LAPACK frames)
+        kind_of = {"CPU": "cpu", "XLA_CPU_JIT": "cpu", "GPU": "cuda", "XLA_GPU_JIT": "cuda"}.get(hint.device)
+        if kind_of is not None:
+            from dataclasses import replace
+
+            device = replace(device, type=kind_of)
     message = _last_message(text)
     op = read_op(text, framework, old_op)
     kind, kind_span = _kind(
