@@ -152,3 +152,16 @@ def test_every_named_row_of_the_model_table_is_found_by_its_own_name() -> None:
         found = find_gpu_models(f"Found GPU0 {model.name} (device 0)")
         assert found, model.name
         assert (found[0][0].compute_capability, found[0][0].gfx) == (model.compute_capability, model.gfx)
+
+
+def test_macos_the_device_runs_is_told_apart_from_the_macos_needed() -> None:
+    reading = read_text(
+        "RuntimeError: MPS BFloat16 is only supported on MacOS 14 or newer (I am on macOS 13.6)"
+    )
+    assert (reading.device.type, reading.device.macos, reading.device.required_macos) == ("mps", "13.6", "14")
+    said = gate_sentence(reading)
+    assert said is not None and "macOS 13.6" in said and "needs macOS 14" in said
+    added = read_text(
+        "RuntimeError: MPS does not support cumsum op with int64 input. Support has been added in macOS 13.3"
+    )
+    assert (added.device.macos, added.device.required_macos, added.op.name) == (None, "13.3", "cumsum")

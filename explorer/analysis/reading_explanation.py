@@ -153,6 +153,8 @@ def reading_sentence(reading: ErrorReading) -> str:
         parts.append("device: " + device_words(reading))
     if reading.device.required_compute_capability:
         parts.append(f"compute capability required: {reading.device.required_compute_capability}")
+    if reading.device.required_macos:
+        parts.append(f"macOS required: {reading.device.required_macos}")
     parts.append("kind: " + KIND_WORDS[reading.kind])
     if reading.families:
         parts.append("formats named: " + _join(list(reading.families)))
@@ -202,7 +204,7 @@ def gate_sentence(reading: ErrorReading) -> str | None:
         return None
     device = reading.device
     columns = _gated_columns(reading)
-    if device.type == "mps" or device.macos:
+    if device.type == "mps" or device.macos or device.required_macos:
         return _macos_gate(reading, columns)
     if device.type == "cpu":
         isa = f" with {_join(list(device.isa))} named" if device.isa else ""
@@ -269,15 +271,18 @@ def _instead(row: TensorCoreRow | None, dtypes: list[str]) -> str:
 def _macos_gate(reading: ErrorReading, columns: list[str]) -> str:
     device = reading.device
     mac = f"macOS {device.macos}" if device.macos else "a macOS release the text does not give"
-    dtype = next((c for c in columns if c in _MACOS_NEEDED), columns[0] if columns else None)
-    need = _MACOS_NEEDED.get(dtype or "")
+    dtypes = list(reading.dtype_names) or columns
+    dtype = next((c for c in dtypes if c in _MACOS_NEEDED), dtypes[0] if dtypes else None)
+    need = device.required_macos or _MACOS_NEEDED.get(dtype or "")
     needs = (
-        f"PyTorch's MPS backend runs {dtype} only from macOS {need} (Sonoma)"
+        f"the text says {dtype or 'this'} needs macOS {need}"
+        if device.required_macos
+        else f"PyTorch's MPS backend runs {dtype} only from macOS {need}"
         if need
         else f"the MPS backend does not run {dtype or 'this format'} on every macOS release"
     )
     return (
         f"The device is an Apple GPU (MPS), named with {mac}: {needs}. What to do on this Mac instead: "
-        "compute in float16 (MPS runs it on every supported macOS) or float32, or emulate the format's "
-        "rounding with explorer's emulated backend (backends=['emulated'])."
+        "compute in float32 (MPS's default dtype), run this op on the CPU, or emulate a "
+        "low-precision format's rounding with explorer's emulated backend (backends=['emulated'])."
     )

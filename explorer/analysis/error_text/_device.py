@@ -30,7 +30,7 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         "cuda",
         2,
         re.compile(
-            r"(?<![A-Za-z])(?:CUDA|cuda|cuBLAS|cublas\w*|cuDNN|cudnn\w*|CUBLAS\w*|NVIDIA|nvcc)(?![A-Za-z])"
+            r"(?<![A-Za-z])(?:CUDA|cuda|cuBLAS|cublas\w*|cuDNN|cudnn\w*|CUBLAS\w*|NVIDIA|nvcc|NCCL|nccl)(?![A-Za-z])"
         ),
     ),
     ("cuda", 2, re.compile(r"_cuda(?=_?(?!\w))|\bsm_\d{2,3}a?\b|no kernel image is available")),
@@ -113,8 +113,10 @@ class DeviceReading:
     name: str | None = None
     #: where the compute capability came from: "text", "sm", "tuple" or "model table" (with its source)
     capability_from: str | None = None
-    #: the macOS version named, None when none
+    #: the macOS version the device runs, when the text gives it
     macos: str | None = None
+    #: the macOS version the text says is needed (``only supported on MacOS 14 or newer``)
+    required_macos: str | None = None
     #: the CPU ISA extensions named (``avx512_bf16``)
     isa: tuple[str, ...] = ()
     #: the AMD LLVM target (``gfx942``) when named or implied by a model name
@@ -131,6 +133,7 @@ class DeviceReading:
             "name": self.name,
             "capability_from": self.capability_from,
             "macos": self.macos,
+            "required_macos": self.required_macos,
             "isa": list(self.isa),
             "gfx": self.gfx,
             "evidence": {k: list(v) for k, v in self.evidence.items()},
@@ -170,6 +173,9 @@ _ARCH_CC = {
 _ARCH = re.compile(r"\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b")
 
 
+_MACOS_NEED_BEFORE = re.compile(
+    r"(?:requires?|needs?|added in|introduced in|since|supported (?:on|from)|at least|>=?)\s*$", re.IGNORECASE
+)
 _NEGATED = re.compile(r"(?:\bwithout|\bno|\bnot|\bnon)[ -](?:an? |any )?$", re.IGNORECASE)
 
 
@@ -282,18 +288,22 @@ def read_device(text: str) -> DeviceReading:
     if own_cc is not None or required is not None:
         scores["cuda"] = scores.get("cuda", 0.0) + 3.0
     macos = None
-    macs = list(_MACOS.finditer(text))
-    mac = macs[-1] if macs else None
-    if mac is not None:
-        macos = mac.group("v")
-        evidence["macos"] = (mac.start(), mac.end(), mac.group(0))
+    required_macos = None
+    for mac in _MACOS.finditer(text):
+        before = text[max(0, mac.start() - 30) : mac.start()]
+        after = text[mac.end() : mac.end() + 20]
+        if _MACOS_NEED_BEFORE.search(before) or re.match(r"\s*(?:or (?:newer|later|above|higher)|\+)", after):
+            required_macos = mac.group("v")  # "needs macOS 14", "added in macOS 13.3"
+        else:
+            macos = mac.group("v")
+            evidence["macos"] = (mac.start(), mac.end(), mac.group(0))
     isa = tuple(dict.fromkeys(m.group("isa").lower().replace("-", "") for m in _ISA.finditer(text)))
     isa_match = _ISA.search(text)
     if isa_match:
         evidence["isa"] = (*isa_match.span(), isa_match.group(0))
         scores["cpu"] = scores.get("cpu", 0.0) + 3.0
     if not scores:
-        return DeviceReading(macos=macos, isa=isa, evidence=evidence)
+        return DeviceReading(macos=macos, required_macos=required_macos, isa=isa, evidence=evidence)
     kind = max(scores, key=lambda k: (scores[k], last.get(k, (0, 0))[0]))
     if kind in last:
         a, b = last[kind]
@@ -310,6 +320,7 @@ def read_device(text: str) -> DeviceReading:
         name=name if kind in ("cuda", "rocm") else None,
         capability_from=how,
         macos=macos,
+        required_macos=required_macos,
         isa=isa if kind == "cpu" else (),
         gfx=gfx if kind == "rocm" else None,
         evidence=evidence,

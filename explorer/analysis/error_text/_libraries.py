@@ -111,7 +111,7 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
     (
         re.compile(
             r"\bKeras\b|\bkeras\b|\btfmot\b|Model Optimization|Functional model|dtype_policy|DTypePolicy"
-            r"|quantization mode|Layer '\w+' of type"
+            r"|quantization mode|Layer '\w+' of type|is incompatible with the layer|of layer [\"']\w"
             r"|LossScaleOptimizer"
         ),
         "keras",
@@ -133,6 +133,7 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
     (
         re.compile(
             r"\btorch\b|\bPyTorch\b|\w not implemented for '\w|\baten::|\baten\.|\bc10::|GradScaler"
+            r"|inf checks were recorded"
             r"|\bnn\.Module|\bF\.\w+\(|\bat::|torch\.\w+|\bc10\b"
         ),
         "torch",

@@ -244,6 +244,9 @@ _MESSAGE_OPS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("message", re.compile(r"\bLayer (?P<op>[a-z][a-z0-9]{1,40}(?:_[a-z][a-z0-9]*){0,3})(?:_\d+)?:")),
     ("message", re.compile(r"(?<![\w.])tf\.(?:[a-z_]{1,30}\.){0,4}(?P<op>[a-z]\w{0,60})")),
     ("catalog", re.compile(r"\bin function (?P<op>[a-z_]\w{1,60})")),
+    ("message", re.compile(r"(?:Error|Exception): `(?P<op>[a-z_]\w{1,60})`")),
+    ("message", re.compile(r"\bop (?P<op>[a-z][a-z0-9_]{1,40})(?= with | for | on | is |: )")),
+    ("message", re.compile(r"\bsupport (?:the )?(?P<op>[a-z][a-z0-9_]{1,40}) op(?:eration|erator)?\b")),
     ("message", re.compile(r"(?<![\w.])(?P<op>[a-z][a-z0-9]*(?:_[a-z0-9]+)+) does not support\b")),
     ("prose", re.compile(r"\bthe (?P<op>[a-z_]\w{1,30}) (?:layer|op|operator|node|kernel)s?\b")),
 )

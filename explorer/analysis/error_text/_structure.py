@@ -87,6 +87,7 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         5,
         _words(
             r"unscale",
+            r"inf checks were recorded",
             r"GradScaler",
             r"grad_scaler",
             r"loss[ _]scal",
@@ -121,6 +122,7 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
             r"(?:on|for) (?:this|the|your) (?:CPU|platform|processor|machine|hardware)",
             r"the platform with",
             r"hardware support",
+            r"native \w+ support",
             r"(?:only )?supported (?:on|by) [^.\n]{0,40}(?:GPU|device|architecture)s?\b",
             r"(?:GPU|device|hardware)\b[^.\n]{0,60}(?:does not|doesn't|cannot) support",
             r"(?:only )?supports? \w+ (?:GPUs|devices) or (?:newer|later|above)",
@@ -147,6 +149,8 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         4,
         _words(
             r"same dtype",
+            r"incompatible with the layer",
+            r"expected [^,\n]{1,40}, found",
             r"should be the same",
             r"must be the same",
             r"must have the same",
@@ -180,8 +184,8 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
             r"Pallas",
             r"Mosaic",
             r"not supported in this architecture",
-            r"XLA",
-            r"HLO",
+            r"\bXLA\b",
+            r"\bHLO\b",
         ),
     ),
     (
@@ -482,7 +486,11 @@ def read_error_text(text: str, hint: ParsedError | None = None) -> ErrorReading:
     message = _last_message(text)
     op = read_op(text, framework, old_op)
     kind, kind_span = _kind(
-        text, message, old_kind, bool(device.required_compute_capability) or device.macos is not None, device
+        text,
+        message,
+        old_kind,
+        bool(device.required_compute_capability or device.required_macos or device.macos),
+        device,
     )
     if kind_span:
         evidence["kind"] = kind_span
