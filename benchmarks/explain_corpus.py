@@ -10,6 +10,7 @@ when the reader's catalog op equals the expected op, or its raw op (module prefi
 it case-insensitively, or both are None; dtypes right when the sets are equal; device right when
 the type is equal and, where the expectation gives a compute capability, that is equal too;
 "empty" when the reader gives no framework, dtype or device although the expectation names one.
+The kind (missing_kernel, hardware_gate, ...) is counted apart, outside "all four".
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def score_row(row: dict[str, Any], reading: dict[str, Any]) -> dict[str, bool]:
         "device": device_right,
         "all": framework and op and dtypes and device_right,
         "empty": empty,
+        "kind": reading.get("kind") == exp.get("kind"),
     }
 
 
@@ -74,7 +76,7 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Read every row's text and score it: totals, per-source totals, misses and seconds per text."""
     from explorer.analysis.error_text import read_text
 
-    totals = dict.fromkeys(("framework", "op", "dtype", "device", "all", "empty"), 0)
+    totals = dict.fromkeys(("framework", "op", "dtype", "device", "all", "empty", "kind"), 0)
     per_source: dict[str, dict[str, int]] = {}
     misses = []
     seconds: list[float] = []
@@ -112,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         value = result["totals"][key]
         print(f"  {key + ' right':<16} {value:>4} / {result['n']}  ({100 * value / n:.1f}%)")
     print(f"  {'empty answers':<16} {result['totals']['empty']:>4}")
+    kind = result["totals"]["kind"]
+    print(f"  {'kind right':<16} {kind:>4} / {result['n']}  ({100 * kind / n:.1f}%, not part of all four)")
     seconds = sorted(result["seconds"])
     if seconds:
         mean = sum(seconds) / len(seconds)

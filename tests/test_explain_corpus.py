@@ -15,6 +15,8 @@ from benchmarks.explain_corpus import load, score, score_row
 DEV = Path(__file__).parent / "data" / "error_corpus" / "dev.jsonl"
 #: the least share of dev texts right on framework, op, dtype and device together
 ALL_FOUR_AT_LEAST = 0.90
+#: the least share of dev texts whose kind (missing_kernel, hardware_gate, ...) is read right
+KIND_AT_LEAST = 0.75
 
 
 def test_dev_corpus_is_read_right_on_all_four_and_never_empty() -> None:
@@ -24,6 +26,7 @@ def test_dev_corpus_is_read_right_on_all_four_and_never_empty() -> None:
     missed = [row["id"] for row, _, _ in result["misses"]]
     assert result["totals"]["all"] >= ALL_FOUR_AT_LEAST * len(rows), missed
     assert result["totals"]["empty"] == 0
+    assert result["totals"]["kind"] >= KIND_AT_LEAST * len(rows)
 
 
 def test_scoring_follows_the_schema_rules() -> None:

@@ -242,7 +242,7 @@ _MESSAGE_OPS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("message", re.compile(r"\bnode \((?:[^()\s]{0,300}/)?(?P<op>[A-Z][A-Za-z]{1,40})(?:_\d+)*\)")),
     ("message", re.compile(r"\bnode '(?:[^'\s]{0,300}/)?(?P<op>[A-Z][A-Za-z0-9]{1,40})(?:_\d+)*'")),
     ("message", re.compile(r"\bLayer (?P<op>[a-z][a-z0-9]{1,40}(?:_[a-z][a-z0-9]*){0,3})(?:_\d+)?:")),
-    ("message", re.compile(r"(?<![\w.])tf\.(?:[a-z_]{1,30}\.){0,4}(?P<op>[a-z]\w{0,60})")),
+    ("message", re.compile(r"(?<![\w.])tf\.(?:[a-z_]{1,30}\.){0,4}(?P<op>[a-z]\w{0,60})(?![\w.])")),
     ("catalog", re.compile(r"\bin function (?P<op>[a-z_]\w{1,60})")),
     ("message", re.compile(r"(?:Error|Exception): `(?P<op>[a-z_]\w{1,60})`")),
     ("message", re.compile(r"\bop (?P<op>[a-z][a-z0-9_]{1,40})(?= with | for | on | is |: )")),

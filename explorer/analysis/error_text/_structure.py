@@ -122,7 +122,9 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
             r"(?:on|for) (?:this|the|your) (?:CPU|platform|processor|machine|hardware)",
             r"the platform with",
             r"hardware support",
-            r"native \w+ support",
+            r"native (?:\w+ )?support",
+            r"(?:cpu|CPU) support",
+            r"needs? the (?:cpu|CPU)",
             r"(?:only )?supported (?:on|by) [^.\n]{0,40}(?:GPU|device|architecture)s?\b",
             r"(?:GPU|device|hardware)\b[^.\n]{0,60}(?:does not|doesn't|cannot) support",
             r"(?:only )?supports? \w+ (?:GPUs|devices) or (?:newer|later|above)",
@@ -216,7 +218,7 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
             r"\bcast\b",
             r"Cannot (?:cast|convert)",
             r"Type Error: Type",
-            r"not supported on MPS",
+            r"not supported on (?:the )?(?:MPS|TPU|XPU|DirectML)",
             r"doesn't support float",
             r"does not support (?:the )?(?:float|bfloat|half|fp)",
         ),
@@ -238,8 +240,11 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
             r"Could not find device",
             r"no implementation",
             r"Could not find a kernel",
-            r"is not supported",
-            r"not supported",
+            r"kernel is not registered",
+            r"no supported kernel",
+            r"have a kernel",
+            r"kernels? (?:registered|for)",
+            r"Could not find any implementation",
         ),
     ),
 )
@@ -366,11 +371,26 @@ def _roles(text: str, mentions: list[Any]) -> list[str | None]:
     return roles
 
 
+def _below(own: str | None, required: str | None) -> bool:
+    """Whether version ``own`` ("8.6", "13.6") is below ``required`` ("9.0", "14"); False when either
+    is unknown."""
+    if not own or not required:
+        return False
+    try:
+        return tuple(int(p) for p in own.split(".")) < tuple(int(p) for p in required.split("."))
+    except ValueError:
+        return False
+
+
 def _kind(
     text: str, message: str, old_kind: str | None, has_cc: bool, device: DeviceReading
 ) -> tuple[str, Span | None]:
     if old_kind in OLD_KINDS and OLD_KINDS[old_kind] != "missing_kernel":
         return OLD_KINDS[old_kind], None
+    if _below(device.compute_capability, device.required_compute_capability) or _below(
+        device.macos, device.required_macos
+    ):
+        return "hardware_gate", None  # the device's own version is below the one the text requires
     scores: dict[str, float] = {}
     spans: dict[str, Span] = {}
     base = max(0, len(text) - KIND_CHARS)
@@ -384,7 +404,7 @@ def _kind(
             if kind not in spans:
                 spans[kind] = (base + match.start(), base + match.end(), match.group(0))
     if has_cc:
-        scores["hardware_gate"] = scores.get("hardware_gate", 0.0) + 6
+        scores["hardware_gate"] = scores.get("hardware_gate", 0.0) + 10
     if old_kind in OLD_KINDS:
         scores[OLD_KINDS[old_kind]] = scores.get(OLD_KINDS[old_kind], 0.0) + 10
     if not scores:
