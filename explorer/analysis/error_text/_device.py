@@ -68,12 +68,18 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         3,
         re.compile(
             r"\bgfx\d{3,4}[a-z]?\b|\bROCm\b|\brocm\b|\bhipError\w*|\bHIP\b|\bMI\d{3}X?\b|\bamdgpu\b|MIOpen|hipBLASLt"
-            r"|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|\bhipblas\w*"
+            r"|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|\bhipblas\w*|\bRadeon\b|\bInstinct\b"
         ),
     ),
     ("mps", 3, re.compile(r"\bMPS\b|\bmps(?::\d)?\b|MPSGraph|\bMetal\b|\bMPSNDArray|device='mps")),
     ("mps", 1, re.compile(r"\bmacOS\b|\bMacOS\b|\bApple M\d\b")),
-    ("xpu", 3, re.compile(r"\bxpu(?::\d)?\b|\bXPU\b|Intel\(R\) (?:Arc|Data Center GPU)|\bSYCL\b")),
+    (
+        "xpu",
+        3,
+        re.compile(
+            r"\bxpu(?::\d)?\b|\bXPU\b|Intel(?:\(R\))? (?:Arc|Data Center GPU)|\bSYCL\b|\bLevel.Zero\b"
+        ),
+    ),
     ("tpu", 3, re.compile(r"\bTPU\b|\btpu\b|TpuDevice|TPU_\d|\bv[2-6]e?-\d+\b")),
     ("directml", 3, re.compile(r"DirectML|DmlExecutionProvider|\bDML\b|torch_directml|privateuseone")),
 )
