@@ -127,6 +127,10 @@ _NOT_OPS = frozenset(
         "models",
         "Model",
         "Sequential",
+        "Parameter",
+        "ModuleList",
+        "ModuleDict",
+        "Input",
         "fit",
         "predict",
         "evaluate",
@@ -248,6 +252,13 @@ _MESSAGE_OPS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("message", re.compile(r"\bop (?P<op>[a-z][a-z0-9_]{1,40})(?= with | for | on | is |: )")),
     ("message", re.compile(r"\bsupport (?:the )?(?P<op>[a-z][a-z0-9_]{1,40}) op(?:eration|erator)?\b")),
     ("message", re.compile(r"(?<![\w.])(?P<op>[a-z][a-z0-9]*(?:_[a-z0-9]+)+) does not support\b")),
+    (
+        "message",
+        re.compile(
+            r"(?<![\w.])(?:transformer_engine\.pytorch|te|torch\.nn|nn|keras\.layers|tf\.keras\.layers|layers)"
+            r"\.(?P<op>[A-Z][A-Za-z0-9]{2,40})(?![\w.])"
+        ),
+    ),
     ("prose", re.compile(r"\bthe (?P<op>[a-z_]\w{1,30}) (?:layer|op|operator|node|kernel)s?\b")),
 )
 _CALL = re.compile(
