@@ -103,6 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", action="store_true", help="print every text not right on all four")
     args = parser.parse_args(argv)
     path = args.file or CORPUS / f"{args.split}.jsonl"
+    if not path.is_file():
+        print(
+            f"no corpus file at {path} (the corpus halves live in tests/data/error_corpus/)", file=sys.stderr
+        )
+        return 2
     rows = load(path)
     from explorer.analysis.error_text import read_text
 

@@ -216,7 +216,11 @@ def _sm_cc(sm: str) -> str:
 #: lines that list what a build registers (TensorFlow's kernel lists), not the device that ran
 _REGISTRY_LINES = re.compile(
     r"^[ \t]*device='\w+'[^\n]*$|Registered devices: \[[^\]\n]*\]|All kernels registered for op \w+"
-    r"|CUDA/cuDNN version|GPU model and memory|CUDA version|cuDNN version|use_cudnn_on_gpu=\w+",
+    r"|CUDA/cuDNN version|GPU model and memory|CUDA version|cuDNN version|use_cudnn_on_gpu=\w+"
+    # PyTorch's collect_env: a line saying a device is absent, and the CPU's whole flag list
+    r"|^[ \t]*[\w ./-]{0,60}(?:CUDA|ROCM|ROCm|HIP|MIOpen|XNNPACK|GPU|cuDNN|Nvidia|MPS|XPU)[\w ./-]{0,40}:"
+    r"[ \t]*(?:False|N/A|None|No CUDA|Could not collect)[^\n]*$"
+    r"|^[ \t]*Flags:[^\n]*$",
     re.MULTILINE,
 )
 
