@@ -165,3 +165,13 @@ def test_macos_the_device_runs_is_told_apart_from_the_macos_needed() -> None:
         "RuntimeError: MPS does not support cumsum op with int64 input. Support has been added in macOS 13.3"
     )
     assert (added.device.macos, added.device.required_macos, added.op.name) == (None, "13.3", "cumsum")
+
+
+def test_devices_a_text_rules_out_do_not_count() -> None:
+    """A device the text says is absent ("without TPU", collect_env's "Is CUDA available: False")
+    is not the device; the CPU flag list of collect_env is not the ISA the error names."""
+    ruled_out = read_device("tried the model with GPU (without TPU): no OpKernel for bfloat16")
+    assert ruled_out.type == "cuda"
+    env = "Is CUDA available: False\nCUDA used to build PyTorch: None\nFlags: fpu avx2 avx512_bf16 amx_bf16\n"
+    reading = read_text("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'\n" + env)
+    assert (reading.device.type, reading.device.isa) == ("cpu", ())
