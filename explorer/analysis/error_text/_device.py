@@ -40,6 +40,7 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         re.compile(r"/device:GPU:\d|/gpu:\d|\bXLA_GPU_JIT\b|\"\w{0,80}?_(?:cuda|CUDA)(?:_\w{0,80})?\""),
     ),
     ("cpu", 3, re.compile(r"\"\w{0,80}?_(?:cpu|CPU)(?:_\w{0,80})?\"")),
+    ("xpu", 3, re.compile(r"\"\w{0,80}?_(?:xpu|XPU)(?:_\w{0,80})?\"|_xpu(?=_?(?!\w))")),
     ("cuda", 1, re.compile(r"\bGPU\b|\bgpu\b|\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b")),
     (
         "cpu",

@@ -37,7 +37,8 @@ _WORDS: dict[str, str] = {
     "float8_e5m2fnuz": "float8_e5m2fnuz",
     "float8_e4m3b11fnuz": "float8_e4m3b11fnuz",
     "float8_e8m0fnu": "float8_e8m0fnu",
-    "float8_e4m3": "float8_e4m3fn",
+    "float8_e4m3": "float8_e4m3",  # the IEEE-style E4M3 (with infinities), not e4m3fn
+    "float8_e3m4": "float8_e3m4",
     "float4_e2m1fn": "float4_e2m1fn",
     "float4_e2m1fn_x2": "float4_e2m1fn",
     "float4_e2m1": "float4_e2m1fn",
@@ -58,7 +59,8 @@ _WORDS: dict[str, str] = {
     "c64": "complex64",
     "c128": "complex128",
     "f8e4m3fn": "float8_e4m3fn",
-    "f8e4m3": "float8_e4m3fn",
+    "f8e4m3": "float8_e4m3",  # XLA's F8E4M3 is the IEEE-style format, F8E4M3FN the finite one
+    "f8e3m4": "float8_e3m4",
     "f8e5m2": "float8_e5m2",
     "f8e4m3fnuz": "float8_e4m3fnuz",
     "f8e5m2fnuz": "float8_e5m2fnuz",
@@ -256,13 +258,21 @@ def dtype_mentions(text: str) -> list[DtypeMention]:
         found.append(DtypeMention(name, text[span_start:end], span_start, end))
     taken = {m.start for m in found}
     for match in _MLIR_SHAPE.finditer(text):  # tensor<1x4xf32>: the element type after the last "x"
-        name = _name_of(match.group("t"), "")
-        if name is not None and match.start("t") not in taken:
-            found.append(DtypeMention(name, match.group("t"), match.start("t"), match.end("t")))
+        group = "t" if match.group("t") else "t2"
+        word = match.group(group)
+        name = _INT_TYPES.get(word) or _name_of(word, "")
+        if name is not None and match.start(group) not in taken:
+            found.append(DtypeMention(name, word, match.start(group), match.end(group)))
     return _with_listed(text, sorted(found, key=lambda m: m.start), waiting)
 
 
-_MLIR_SHAPE = re.compile(r"(?<=[\d?]x)(?P<t>bf16|f16|f32|f64|c64|c128|f8E\w{2,12}|f4E\w{2,8})(?=[>,\]\s])")
+_MLIR_SHAPE = re.compile(
+    r"(?<=[\d?]x)(?P<t>bf16|f16|f32|f64|c64|c128|f8E\w{2,12}|f4E\w{2,8}|i1|i8|i32|i64)(?=[>,\]\s])"
+    # Triton's pointer types: *fp32, *i32
+    r"|(?<![\w*])\*(?P<t2>fp16|bf16|fp32|fp64|fp8e4nv|fp8e5|i1|i8|i32|i64|u8)\b"
+)
+#: MLIR's and Triton's integer element types
+_INT_TYPES = {"i1": "bool", "i8": "int8", "i32": "int32", "i64": "int64", "u8": "uint8"}
 
 
 #: the numpy-style names a compound identifier is split into

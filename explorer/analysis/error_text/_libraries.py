@@ -110,7 +110,7 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
     ),
     (
         re.compile(
-            r"\bKeras\b|\bkeras\b|\btfmot\b|Model Optimization|Functional model|dtype_policy|DTypePolicy"
+            r"\bKeras\b|(?<!tf\.)(?<!python\.)(?<!tf_)\bkeras\b|Functional model|dtype_policy|DTypePolicy"
             r"|quantization mode|Layer '\w+' of type|is incompatible with the layer|of layer [\"']\w"
             r"|LossScaleOptimizer"
         ),
@@ -126,7 +126,10 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
         "jax",
     ),
     (
-        re.compile(r"\btf\.|TensorFlow|tensorflow|\bDT_[A-Z0-9]+|OpKernel|\{\{node |\[Op:\w+\]"),
+        re.compile(
+            r"\btf\.|TensorFlow|tensorflow|\bDT_[A-Z0-9]+|OpKernel|\{\{node |\[Op:\w+\]|\btfmot\b"
+            r"|Model Optimization|\btf\.keras\b|\btf_keras\b"
+        ),
         "tensorflow",
         "tensorflow",
     ),
@@ -260,7 +263,7 @@ def _framework_of(library: str, fw_score: dict[str, float]) -> str | None:
         named = {fw: s for fw, s in fw_score.items() if fw in ("torch", "jax", "tensorflow", "keras")}
         if named:
             return max(named, key=lambda k: named[k])
-        return {"triton": "torch", "transformer_engine": "torch"}.get(library)
+        return {"transformer_engine": "torch"}.get(library)  # a bare Triton or XLA message: not told
     if library in ("tensorflow", "keras"):
         keras, tensorflow = fw_score.get("keras", 0.0), fw_score.get("tensorflow", 0.0)
         return "keras" if keras >= tensorflow and (keras or library == "keras") else "tensorflow"

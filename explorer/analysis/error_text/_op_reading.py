@@ -270,7 +270,13 @@ _CALL = re.compile(
 
 
 #: PyTorch ops named after what they do to a tensor, not after the catalog op they are
-_ALIASES = {"_to_copy": "cast", "to_copy": "cast", "_to_dtype": "cast", "astype": "cast", "to": "cast"}
+_ALIASES = {
+    "_to_copy": "cast",
+    "to_copy": "cast",
+    "_to_dtype": "cast",
+    "to": "cast",
+    "logistic": "sigmoid",  # XLA's and ONNX's name of the sigmoid
+}
 
 
 def _normalise(raw: str, framework: str | None, where: str) -> str | None:
@@ -428,6 +434,7 @@ def read_op(
     return _user_code_op(text, framework) or prose or OpReading()
 
 
+_TO_DTYPE = re.compile(r"\.to\((?P<args>[^()\n]{1,200})\)")
 _FRAMEWORK_CALL = re.compile(
     r"(?<![\w.])(?:torch\.ops\.aten|torch\.nn\.functional|torch\.linalg|torch\.fft|torch|F|jax\.lax\.linalg|jax\.lax|lax|jnp\.linalg"
     r"|jnp\.fft|jnp|tf\.linalg|tf\.math|tf\.nn|tf)\.(?P<op>_?[a-z]\w{0,60})\("
@@ -485,6 +492,11 @@ def _user_code_op(text: str, framework: str | None) -> OpReading | None:
             lines.append((offset, line))
         offset += len(line)
     for offset, line in reversed(lines):
+        for match in _TO_DTYPE.finditer(line):  # x.to(torch.float8_e4m3fn): a cast
+            if dtype_mentions(match.group("args")):
+                return OpReading(
+                    "to", "cast", "user code", offset + match.start() + 1, offset + match.start() + 3
+                )
         for match in _FRAMEWORK_CALL.finditer(line):
             raw = match.group("op")
             op = None if raw in _NOT_OPS or _is_dtype(raw) else _normalise(raw, framework, "user code")
