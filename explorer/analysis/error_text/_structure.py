@@ -151,6 +151,8 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         4,
         _words(
             r"same dtype",
+            r"Unexpected input data type",
+            r"Actual: .{0,60}expected",
             r"incompatible with the layer",
             r"expected [^,\n]{1,40}, found",
             r"should be the same",
@@ -371,6 +373,10 @@ def _roles(text: str, mentions: list[Any]) -> list[str | None]:
     return roles
 
 
+#: a code generator's own words: what it refuses is a lowering, even for a target's architecture
+_COMPILER = re.compile(r"\bptxas\b|\bPTX\b|\bTriton\b|\bMLIR\b|\bLLVM ERROR\b")
+
+
 def _below(own: str | None, required: str | None) -> bool:
     """Whether version ``own`` ("8.6", "13.6") is below ``required`` ("9.0", "14"); False when either
     is unknown."""
@@ -509,9 +515,13 @@ def read_error_text(text: str, hint: ParsedError | None = None) -> ErrorReading:
         text,
         message,
         old_kind,
-        bool(device.required_compute_capability or device.required_macos or device.macos),
+        bool(device.required_compute_capability or device.required_macos or device.macos or device.isa),
         device,
     )
+    if kind in ("hardware_gate", "other") and (
+        library in ("triton", "xla") or _COMPILER.search(text[-KIND_CHARS:])
+    ):
+        kind, kind_span = "lowering_refused", None  # a compiler refused the type (for this target)
     if kind_span:
         evidence["kind"] = kind_span
     if (
