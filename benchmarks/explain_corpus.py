@@ -128,6 +128,12 @@ def main(argv: list[str] | None = None) -> int:
             f"  reading time per text: mean {1000 * mean:.2f} ms, "
             f"median {1000 * seconds[len(seconds) // 2]:.2f} ms, max {1000 * seconds[-1]:.2f} ms"
         )
+    if rows:
+        joined = "\n".join(row["text"] for row in rows)
+        long_text = (joined * (990_000 // max(len(joined), 1) + 1))[:990_000]
+        began = time.perf_counter()
+        read_text(long_text)
+        print(f"  one 990,000-character paste (the texts joined): {time.perf_counter() - began:.2f} s")
     print("\nper source: n framework op dtype device all empty")
     for source, counts in sorted(result["per_source"].items()):
         cells = " ".join(
