@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from explorer.analysis.error_text import ParsedError, looked_for
+from explorer.analysis.error_text import ErrorReading, ParsedError, looked_for
 
 #: each framework's name in a sentence
 FRAMEWORK_WORDS = {
@@ -239,29 +239,50 @@ def explanation(d: dict[str, Any], parsed: ParsedError) -> str:
         _sentence_history(d),
         _sentence_installed(d),
         _sentence_workaround(d["workaround"]),
+        *_sentences_reading(parsed.reading),
     ]
     return " ".join(s for s in sentences if s)
 
 
-def not_recognised(reason: str = "") -> dict[str, Any]:
-    """The result for a text that matches no pattern: what was looked for.
+def _sentences_reading(reading: ErrorReading | None) -> list[str]:
+    """The structural reading (framework, library, op, dtypes, device, kind) with what the text left
+    unnamed, then for a hardware gate what the device is, supports, needs, and can do instead."""
+    if reading is None:
+        return []
+    from explorer.analysis.reading_explanation import gate_sentence, reading_sentence
+
+    return [reading_sentence(reading), gate_sentence(reading) or ""]
+
+
+def not_recognised(reason: str = "", reading: ErrorReading | None = None) -> dict[str, Any]:
+    """The result for a text that matches no message pattern: what the structural ``reading`` found
+    (framework, library, op, dtypes, device, kind, and for a hardware gate what the device supports
+    and what to do instead), then what was looked for.
 
     >>> not_recognised()["recognised"]
     False
+    >>> from explorer.analysis.error_text import read_text
+    >>> r = not_recognised(reading=read_text("BFloat16 is not supported on MPS"))
+    >>> r["framework"], r["dtype"], r["device"], r["reading"]["library"]
+    ('torch', 'bfloat16', 'mps', 'mps')
     """
     lines = looked_for()
     why = reason or (
-        "The text was not recognised as a TensorFlow, Keras, PyTorch, JAX, XLA or ONNX Runtime kernel, "
-        "dtype or mixed-precision error."
+        "The text matched none of the message patterns of TensorFlow, Keras, PyTorch, JAX, XLA or ONNX "
+        "Runtime kernel, dtype or mixed-precision errors."
     )
+    said = ""
+    if reading is not None and not reading.empty:
+        said = " ".join(s for s in _sentences_reading(reading) if s) + " "
     return {
         "recognised": False,
-        "framework": None,
-        "kind": None,
-        "raw_op": None,
-        "op": None,
-        "dtype": None,
-        "device": None,
-        "explanation": why + " Looked for: " + " | ".join(lines),
+        "framework": reading.framework if reading else None,
+        "kind": reading.kind if reading and not reading.empty else None,
+        "raw_op": reading.op.raw if reading else None,
+        "op": reading.op.name if reading else None,
+        "dtype": reading.dtypes[0].name if reading and reading.dtypes else None,
+        "device": reading.device.type if reading else None,
+        "reading": reading.to_dict() if reading is not None else None,
+        "explanation": said + why + " Looked for: " + " | ".join(lines),
         "looked_for": lines,
     }

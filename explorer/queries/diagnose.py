@@ -35,7 +35,7 @@ from explorer.analysis.error_releases import (
     matching_releases,
     tf_history,
 )
-from explorer.analysis.error_text import ParsedError, parse_error
+from explorer.analysis.error_text import ParsedError, parse_error, read_text
 
 #: seconds a workaround may run in its sandbox worker
 WORKAROUND_TIMEOUT = 120.0
@@ -425,7 +425,7 @@ def read_error(text: str | bytes) -> Reading:
         return Reading(not_recognised("The text is empty."))
     parsed = parse_error(text)
     if parsed is None:
-        return Reading(not_recognised())
+        return Reading(not_recognised(reading=read_text(text)))
     d: dict[str, Any] = {"recognised": True, **parsed.to_dict()}
     raw = parsed.raw_op
     notes = list(parsed.notes)

@@ -185,4 +185,61 @@ def extra_facts(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("operands", ", ".join(result["operand_dtypes"])))
     if result.get("provider"):
         rows.append(("provider", result["provider"]))
+    return rows + reading_facts(result.get("reading"), result)
+
+
+def reading_facts(
+    reading: dict[str, Any] | None, shown: dict[str, Any] | None = None
+) -> list[tuple[str, str]]:
+    """The structural reading's facts as (label, text) rows: the library that raised the error, the
+    dtypes with their roles, the device with its compute capability (and where that came from), the
+    capability the feature requires, and the kind; each row names the text it was read from.  A row
+    that would only repeat ``shown`` (the rows already printed: framework, dtype, device) is left out.
+
+    >>> from explorer.analysis.error_text import read_text
+    >>> text = "Input type (c10::Half) and bias type (float) should be the same"
+    >>> reading_facts(read_text(text).to_dict())[1]
+    ('dtypes', 'float16 (input, "c10::Half"), float32 (bias, "float")')
+    """
+    if not reading:
+        return []
+    from explorer.analysis.reading_explanation import KIND_WORDS, NAMES
+
+    shown = shown or {}
+    rows: list[tuple[str, str]] = []
+    if (reading.get("library") or reading.get("framework")) and reading.get("library") != shown.get(
+        "framework"
+    ):
+        lib = reading.get("library") or reading["framework"]
+        evidence = reading.get("evidence", {}).get("library")
+        said = f' (read from "{evidence[2]}")' if evidence else ""
+        rows.append(("library", f"{NAMES.get(lib, lib)}{said}"))
+    dtypes = reading.get("dtypes") or []
+    if dtypes and not (
+        len(dtypes) == 1 and not dtypes[0].get("role") and dtypes[0]["name"] == shown.get("dtype")
+    ):
+        cells = []
+        for d in reading["dtypes"]:
+            role = f"{d['role']}, " if d.get("role") else ""
+            cells.append(f'{d["name"]} ({role}"{d["text"]}")')
+        rows.append(("dtypes", ", ".join(cells)))
+    device = reading.get("device") or {}
+    if device.get("type"):
+        words = [device["type"]]
+        if device.get("name"):
+            words.append(device["name"])
+        if device.get("compute_capability"):
+            words.append(
+                f"compute capability {device['compute_capability']} ({device.get('capability_from')})"
+            )
+        if device.get("macos"):
+            words.append(f"macOS {device['macos']}")
+        if device.get("isa"):
+            words.append("ISA " + ", ".join(device["isa"]))
+        if len(words) > 1 or str(shown.get("device") or "").lower() != device["type"]:
+            rows.append(("device read", ", ".join(words)))
+    if device.get("required_compute_capability"):
+        rows.append(("requires", f"compute capability {device['required_compute_capability']}"))
+    if reading.get("kind"):
+        rows.append(("kind", KIND_WORDS.get(reading["kind"], reading["kind"])))
     return rows

@@ -44,12 +44,15 @@ from explorer.analysis.error_text._parse import (
     clean_text,
     looked_for,
     parse_error,
+    read_text,
 )
 from explorer.analysis.error_text._patterns import PATTERNS, Pattern
+from explorer.analysis.error_text._structure import KINDS, ErrorReading, read_error_text
 
 __all__ = [
     "CPU_DEDUCTION",
     "KERAS_RENAMES",
+    "KINDS",
     "LAPACK_ROUTINES",
     "MAX_TEXT_BYTES",
     "PATTERNS",
@@ -57,6 +60,7 @@ __all__ = [
     "TORCH_KERNEL_STEMS",
     "XLA_TYPE_ENUM",
     "XLA_TYPE_NAMES",
+    "ErrorReading",
     "ParsedError",
     "Pattern",
     "catalog_ops_for_raw_op",
@@ -66,6 +70,8 @@ __all__ = [
     "op_for_function",
     "parse_error",
     "parse_kernel_lines",
+    "read_error_text",
+    "read_text",
     "tf_dtype_name",
     "torch_kernel_ops",
 ]

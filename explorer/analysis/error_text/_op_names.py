@@ -24,6 +24,8 @@ TORCH_KERNEL_STEMS: dict[str, str] = {
     "fft_r2c": "rfft",  # real-to-complex FFT
     "fft_c2c": "fft",
     "max_all": "reduce_max",
+    "gemm": "matmul",  # BLAS / cuBLAS general matrix multiply
+    "gemv": "matvec",
     "min_all": "reduce_min",
 }
 #: LAPACK routines that JAX's CPU linear algebra (jaxlib/lapack.py) names in its tracebacks

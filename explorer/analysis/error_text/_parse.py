@@ -21,6 +21,7 @@ from explorer.analysis.error_text._op_names import (
 )
 from explorer.analysis.error_text._parsed import CPU_DEDUCTION, ParsedError, _line_of
 from explorer.analysis.error_text._patterns import PATTERNS, Pattern
+from explorer.analysis.error_text._structure import ErrorReading, read_error_text
 from explorer.textsafety import strip_control
 
 #: the largest error text read (bytes of UTF-8); a longer one is refused with a ValueError
@@ -84,11 +85,35 @@ def parse_error(text: str | bytes) -> ParsedError | None:
     True
     """
     cleaned = clean_text(text)
+    parsed = _parse_cleaned(cleaned)
+    if parsed is None:
+        return None
+    return _replace(parsed, reading=_structural(cleaned, parsed))
+
+
+def read_text(text: str | bytes) -> ErrorReading:
+    """The structural reading of any ``text`` (:func:`~explorer.analysis.error_text.read_error_text`):
+    framework, library, dtypes with roles, device, op and kind, each with its evidence span; what a
+    message pattern of :data:`PATTERNS` reads (op, kind) ranks first where one matches.
+
+    >>> r = read_text("BFloat16 is not supported on MPS")
+    >>> r.framework, r.library, r.dtype_names, r.device.type
+    ('torch', 'mps', ('bfloat16',), 'mps')
+    """
+    cleaned = clean_text(text)
+    return _structural(cleaned, _parse_cleaned(cleaned))
+
+
+def _parse_cleaned(cleaned: str) -> ParsedError | None:
     found = _last_match(cleaned)
     if found is None:
         return None
     pattern, match = found
     return _READERS[pattern.kind](cleaned, match, pattern)
+
+
+def _structural(cleaned: str, parsed: ParsedError | None) -> ErrorReading:
+    return read_error_text(cleaned, parsed)
 
 
 def _last_match(text: str) -> tuple[Pattern, re.Match[str]] | None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from explorer.analysis.error_text._structure import ErrorReading
 
 #: the longest matched line kept in :attr:`ParsedError.message`
 MESSAGE_CHARS = 4000
@@ -60,6 +63,9 @@ class ParsedError:
     operand_dtypes: tuple[str, ...] = ()
     #: the ONNX Runtime execution provider (``CPUExecutionProvider``) the message names
     provider: str | None = None
+    #: the structural reading of the whole text (library, dtypes with roles, device details, the
+    #: structural kind, evidence spans); None only for a ParsedError built by hand
+    reading: ErrorReading | None = None
 
     @property
     def mode(self) -> str | None:
@@ -103,6 +109,7 @@ class ParsedError:
             "called_op": self.called_op,
             "operand_dtypes": list(self.operand_dtypes),
             "provider": self.provider,
+            "reading": self.reading.to_dict() if self.reading is not None else None,
         }
 
 
