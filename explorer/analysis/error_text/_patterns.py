@@ -95,7 +95,9 @@ PATTERNS: tuple[Pattern, ...] = (
         "unsupported_dtype",
         "jax or torch",
         "Unsupported dtype bfloat16 (JAX linear algebra; PyTorch: Unsupported dtype Half)",
-        re.compile(r"Unsupported dtype (?:torch\.)?(?P<dtype>[A-Za-z]\w{0,40})"),
+        re.compile(
+            r"(?:Unsupported dtype|doesn't support tensors of type:) (?:torch\.)?(?P<dtype>[A-Za-z]\w{0,40})"
+        ),
     ),
     *MORE_PATTERNS,
 )
