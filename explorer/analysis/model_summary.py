@@ -120,6 +120,14 @@ class Problem:
                 else:
                     why = _first_line(t.get("error", "")) or "still inf/NaN"
                     failed.append(f"{where} ({why})")
+            if t.get("workaround") == "keep_float32_gradients":
+                where = f"`{t['layer']}`"
+                zero = t.get("zero_grad")
+                share = f", {zero:.0%} zero" if isinstance(zero, float) else ""
+                if t.get("keeps_gradients"):
+                    text = f"keeping {where} in float32 was run on CPU and keeps the gradients{share}"
+                else:
+                    advice = f"keeping {where} in float32 was run on CPU and does not keep them{share}"
         if failed and not text:
             advice = "kept in float32, each run on CPU and none finite: " + "; ".join(failed)
         return replace(self, workaround=text, advice=advice, tried=tuple(dict(t) for t in tried))

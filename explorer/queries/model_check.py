@@ -366,9 +366,9 @@ def _model_op(
 
 def _grappler_rewrites(model: Any, inputs: tuple[Any, ...]) -> list[Any]:
     """Grappler's mixed-precision rewrites of the model's float32 graph, read here."""
-    from explorer.runtime import model_grappler
+    from explorer.runtime import model_grappler, model_keras
 
-    return model_grappler.read_rewrites(model, inputs)
+    return model_grappler.read_rewrites(model_keras.float32_model(model), inputs)
 
 
 def _index_of(merged: Sequence[MergedOp], policy: str, name: str | None) -> int | None:
@@ -458,6 +458,8 @@ def _policy_result(
         tried = search_keep_float32(
             _runner(c.framework), c.model, c.inputs, policy, problem.layer_to_keep, c.formats, c.extra
         )
+    if problem is not None and problem.kind == "lost_gradients" and here and low and not tried:
+        problem, tried = _gradient_fix(c, policy, problem)
     if problem is not None:
         problem = problem.with_workaround(tried)
     also = []
@@ -486,6 +488,32 @@ def _policy_result(
         problem,
     )
     return result, tried
+
+
+def _gradient_fix(c: _Context, policy: str, problem: Problem) -> tuple[Problem, list[dict[str, Any]]]:
+    """Where ``policy``'s gradients die (the latest op whose gradient is all zero in its run but
+    not in float32's), said in the problem, and that layer kept in float32 in one run."""
+    from dataclasses import replace
+
+    from explorer.analysis.model_summary import LOST_GRADIENTS_MARGIN
+    from explorer.queries.model_fix import try_keep_for_gradients
+
+    run = c.runs[policy]
+    for m in reversed(c.merged):
+        mine, base = m.by_policy.get(policy), m.by_policy.get("float32")
+        if mine is None or base is None or mine.data_movement or not m.layer:
+            continue
+        own, ref = run.stats.get(mine.name), c.baseline.stats.get(base.name)
+        if own is None or ref is None or own.max_grad != 0.0 or not ref.max_grad:
+            continue
+        layer = m.layer.split("/", 1)[0]
+        detail = f"{problem.detail}; under {policy} the gradient is zero from `{m.layer}` ({m.raw_op}) back"
+        tried = try_keep_for_gradients(
+            _runner(c.framework), c.model, c.inputs, policy, layer, c.formats, c.extra,
+            c.baseline.zero_grad or 0.0, LOST_GRADIENTS_MARGIN,
+        )  # fmt: skip
+        return replace(problem, detail=detail, layer_to_keep=layer), tried
+    return problem, []
 
 
 def _oldest_release() -> str | None:

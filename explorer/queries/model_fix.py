@@ -65,6 +65,35 @@ def search_keep_float32(
     return tried
 
 
+def try_keep_for_gradients(
+    runner: Any,
+    model: Any,
+    inputs: tuple[Any, ...],
+    policy: str,
+    layer: str,
+    formats: Sequence[str],
+    extra: dict[str, Any],
+    baseline_zero_grad: float,
+    margin: float,
+) -> list[dict[str, Any]]:
+    """One run of ``policy`` with ``layer`` (where the gradient dies) kept in float32: does it
+    keep the trainable gradients (zero fraction within ``margin`` of float32's)?  The record:
+    ``workaround`` (``keep_float32_gradients``), ``layers``, ``layer``, ``ran``,
+    ``keeps_gradients``, ``zero_grad``, ``error``."""
+    light = getattr(runner, "zero_gradient_fraction", None)  # one plain step where the runner has it
+    try:
+        if light is not None:
+            ran, zero, error = True, light(model, inputs, policy, [layer]), ""
+        else:
+            again = runner.run_policy(model, inputs, policy, formats, keep_float32=[layer], **extra)
+            ran, zero, error = again.ran, again.zero_grad, again.error
+    except Exception as exc:  # a kernel the framework lacks for this mix: the record says so
+        ran, zero, error = False, None, f"{type(exc).__name__}: {exc}"
+    keeps = bool(ran and zero is not None and zero - baseline_zero_grad <= margin)
+    return [{"workaround": "keep_float32_gradients", "layers": [layer], "layer": layer, "ran": ran,
+             "keeps_gradients": keeps, "zero_grad": zero, "error": error}]  # fmt: skip
+
+
 def _record(layers: Sequence[str], ran: bool, finite: bool, error: str) -> dict[str, Any]:
     return {
         "workaround": "keep_float32",
@@ -76,4 +105,4 @@ def _record(layers: Sequence[str], ran: bool, finite: bool, error: str) -> dict[
     }
 
 
-__all__ = ["MAX_RUNS", "search_keep_float32"]
+__all__ = ["MAX_RUNS", "search_keep_float32", "try_keep_for_gradients"]

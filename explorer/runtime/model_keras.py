@@ -297,21 +297,24 @@ def _loss(outputs: Any) -> Any:
 
 def _step_function(model: Any) -> tuple[Any, dict[str, Any]]:
     """The instrumented ``tf.function`` and what its trace records (the graph's ops, which
-    outputs have a gradient).  One compiled call gives every floating op output, its gradient,
-    and the gradients of the trainable variables (a tape over ``model.trainable_variables``)."""
+    outputs have a gradient).  One compiled call gives every floating op output and its
+    gradient, and the gradients of the trainable variables (``model.trainable_variables``
+    only) of the loss and of the loss times :data:`LOSS_SCALE`."""
     import tensorflow as tf
 
     traced: dict[str, Any] = {}
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def step(inputs: Any) -> Any:
-        with tf.GradientTape() as tape:
-            outputs = model(*inputs, training=False)
-            operations = list(tf.compat.v1.get_default_graph().get_operations())
-            loss = _loss(outputs)
+        outputs = model(*inputs, training=False)
+        operations = list(tf.compat.v1.get_default_graph().get_operations())
+        loss = _loss(outputs)
         tensors = [op.outputs[0] for op in operations if op.outputs and op.outputs[0].dtype.is_floating]
-        grads = tf.gradients(loss, tensors, unconnected_gradients="none")
-        weights = tape.gradient(loss, model.trainable_variables)
+        variables = list(model.trainable_variables)
+        grads = tf.gradients(loss, tensors + variables, unconnected_gradients="none")
+        scaled = tf.gradients(loss * LOSS_SCALE, variables, unconnected_gradients="none") if variables else []
+        weights = grads[len(tensors) :]
+        grads = grads[: len(tensors)]
         traced["operations"] = operations
         traced["names"] = [t.op.name for t in tensors]
         traced["has_grad"] = [g is not None for g in grads]
@@ -320,7 +323,8 @@ def _step_function(model: Any) -> tuple[Any, dict[str, Any]]:
         return {
             "values": tensors,
             "grads": [g if g is not None else empty for g in grads],
-            "weights": [g if g is not None else empty for g in weights],
+            "weights": [tf.convert_to_tensor(g) if g is not None else empty for g in weights],
+            "scaled": [tf.convert_to_tensor(g) if g is not None else empty for g in scaled],
         }
 
     return step, traced
@@ -330,14 +334,26 @@ def _scaled_step(model: Any) -> Any:
     """A ``tf.function`` giving the trainable variables' gradients of the loss times a scale."""
     import tensorflow as tf
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def scaled(inputs: Any, scale: Any) -> Any:
-        with tf.GradientTape() as tape:
-            loss = _loss(model(*inputs, training=False)) * scale
-        grads = tape.gradient(loss, model.trainable_variables)
-        return [g if g is not None else tf.zeros([0]) for g in grads]
+        loss = _loss(model(*inputs, training=False)) * scale
+        grads = tf.gradients(loss, list(model.trainable_variables), unconnected_gradients="none")
+        return [tf.convert_to_tensor(g) if g is not None else tf.zeros([0]) for g in grads]
 
     return scaled
+
+
+def zero_gradient_fraction(
+    model: Any, inputs: Sequence[np.ndarray], policy: str, keep_float32: Sequence[str] = ()
+) -> float | None:
+    """The zero fraction of the trainable variables' gradients of the check's loss under
+    ``policy`` (those layers in float32): one forward and backward pass, nothing else recorded."""
+    import tensorflow as tf
+
+    clone = policy_model(model, policy, keep_float32)
+    step = _scaled_step(clone)
+    grads = step(tuple(tf.constant(x) for x in inputs), tf.constant(1.0))
+    return zero_fraction(g.numpy() for g in grads if g.shape.num_elements() != 0)
 
 
 def trace(model: Any, inputs: Sequence[np.ndarray]) -> list[TracedOp]:
@@ -394,6 +410,11 @@ def _built(model: Any, policy: str, keep_float32: Sequence[str], weights: str) -
     return built
 
 
+def float32_model(model: Any) -> Any:
+    """``model`` with every layer in float32 (the clone the float32 run uses, built once)."""
+    return _built(model, "float32", (), _fingerprint(model.get_weights())).clone
+
+
 def run_policy(
     model: Any,
     inputs: Sequence[np.ndarray],
@@ -402,7 +423,8 @@ def run_policy(
     keep_float32: Sequence[str] = (),
 ) -> PolicyRun:
     """``model`` under ``policy``: its trace, one forward and backward pass (per-op statistics;
-    the trainable variables' gradients without and, where float16 computes, with loss scaling)
+    the trainable variables' gradients without and, where float16 or bfloat16 computes, with loss
+    scaling)
     and what failed, if anything.  A run already made in this process on the same model,
     weights, inputs and formats is returned again."""
     weights = _fingerprint(model.get_weights())
@@ -484,8 +506,12 @@ def _run_policy(
     flags = traced["has_weight_grad"]
     unscaled = zero_fraction(g.numpy() for g, has in zip(result["weights"], flags, strict=True) if has)
     scale, scaled = math.nan, None
-    if any(op.dtype == "float16" for op in ops):  # bfloat16 and float32 have float32's range
-        scale, scaled = _loss_scaled_zero_fraction(built, tensors, flags)
+    if any(op.dtype in ("float16", "bfloat16") for op in ops):  # what loss scaling does is measured
+        first = [g.numpy() for g, has in zip(result["scaled"], flags, strict=True) if has]
+        if all(np.all(np.isfinite(np.asarray(g, dtype=np.float64))) for g in first):
+            scale, scaled = LOSS_SCALE, zero_fraction(first)
+        else:
+            scale, scaled = _loss_scaled_zero_fraction(built, tensors, flags, LOSS_SCALE / 2.0**4)
     return PolicyRun(
         policy,
         tuple(ops),
@@ -500,15 +526,15 @@ def _run_policy(
 
 
 def _loss_scaled_zero_fraction(
-    built: _Built, tensors: Any, flags: Sequence[bool]
+    built: _Built, tensors: Any, flags: Sequence[bool], start: float = LOSS_SCALE
 ) -> tuple[float, float | None]:
     """(the loss scale, the zero fraction of the trainable gradients at it) as a dynamic loss
-    scale finds it: from :data:`LOSS_SCALE`, divided by 16 while a gradient is not finite."""
+    scale finds it: from ``start``, divided by 16 while a gradient is not finite."""
     import tensorflow as tf
 
     if built.scaled is None:
         built.scaled = _scaled_step(built.clone)
-    scale = LOSS_SCALE
+    scale = start
     while scale >= 1.0:
         grads = [
             g.numpy() for g, has in zip(built.scaled(tensors, tf.constant(scale)), flags, strict=True) if has
@@ -566,6 +592,7 @@ __all__ = [
     "built_policy",
     "check_policy",
     "example_inputs_for",
+    "float32_model",
     "flush_to_zero_formats",
     "framework_version",
     "is_keras_model",
@@ -580,4 +607,5 @@ __all__ = [
     "trace",
     "training_step",
     "user_dtypes",
+    "zero_gradient_fraction",
 ]
