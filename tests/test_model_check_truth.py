@@ -345,3 +345,61 @@ def test_jax_block_errors_run_along_the_contraction_axis() -> None:
     expected = float(np.sqrt(np.mean(((q - kernel.T) / kernel.T) ** 2)))
     assert check.weight_block_errors["dense"]["mxfp4_e2m1"] == pytest.approx(expected, rel=1e-9)
     assert json.dumps(check.to_dict()["block_axis"]).count("axis 0") == 1
+
+
+def test_keras_lost_gradients_fix_is_run_not_guessed() -> None:
+    keras = _keras()
+    import tensorflow as tf
+
+    from explorer import check_model
+
+    def build(head: str | None) -> Any:
+        inp = keras.Input((8,))
+        init = keras.initializers.RandomNormal(stddev=1e-4, seed=7)
+        probs = keras.layers.Dense(
+            500, activation="softmax", kernel_initializer=init, name="probs", dtype=head
+        )
+        return keras.Model(inp, probs(inp))
+
+    x = np.random.default_rng(8).standard_normal((2, 8)).astype(np.float32)
+    model = build(None)
+
+    def zero_share(policy: str, head: str | None) -> float:  # the oracle: a tape over a model built so
+        keras.mixed_precision.set_dtype_policy(policy)
+        try:
+            direct = build(head)
+        finally:
+            keras.mixed_precision.set_dtype_policy("float32")
+        direct.set_weights(model.get_weights())
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(tf.cast(direct(x), tf.float32)))
+        grads = [np.asarray(g) for g in tape.gradient(loss, direct.trainable_variables)]
+        return sum(int(np.count_nonzero(g == 0)) for g in grads) / sum(g.size for g in grads)
+
+    # bfloat16's softmax of logits 1e-4 apart is exactly uniform: no gradient, whatever the loss scale
+    assert zero_share("mixed_bfloat16", None) == 1.0 and zero_share("mixed_bfloat16", "float32") < 0.05
+    check = check_model(model, x, policies=["mixed_bfloat16"], devices=["CPU"])
+    problem = check.first_problem
+    assert problem is not None and problem.kind == "lost_gradients"
+    assert "keeping `probs` in float32 was run on CPU and keeps the gradients" in check.summary[0]
+    assert "loss scaling was run and does not keep them" in check.summary[0]
+    assert "use loss scaling" not in check.summary[0]
+
+
+def test_keras_runs_are_reused_until_the_weights_change() -> None:
+    keras = _keras()
+    from explorer.runtime import model_keras
+
+    inp = keras.Input((3,))
+    model = keras.Model(inp, keras.layers.Dense(2, name="d")(inp))
+    x = [np.ones((1, 3), np.float32)]
+    first = model_keras.run_policy(model, x, "float32", ["float16"])
+    assert model_keras.run_policy(model, x, "float32", ["float16"]) is first
+    assert model_keras.run_policy(model, x, "as_built", ["float16"]).stats is first.stats  # the same model
+    model.set_weights([w * 2 for w in model.get_weights()])
+    again = model_keras.run_policy(model, x, "float32", ["float16"])
+    kernel, bias = (np.asarray(w, np.float64) for w in model.get_weights())
+    biasadd = next(op for op in again.ops if op.raw_op == "BiasAdd")
+    assert again is not first and again.stats[biasadd.name].max_abs == pytest.approx(
+        np.abs(x[0] @ kernel + bias).max()
+    )

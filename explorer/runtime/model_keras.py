@@ -347,13 +347,20 @@ def zero_gradient_fraction(
     model: Any, inputs: Sequence[np.ndarray], policy: str, keep_float32: Sequence[str] = ()
 ) -> float | None:
     """The zero fraction of the trainable variables' gradients of the check's loss under
-    ``policy`` (those layers in float32): one forward and backward pass, nothing else recorded."""
+    ``policy`` (those layers in float32): one forward and backward pass, nothing else recorded
+    (made once per process for the same model, weights and inputs)."""
     import tensorflow as tf
 
-    clone = policy_model(model, policy, keep_float32)
-    step = _scaled_step(clone)
-    grads = step(tuple(tf.constant(x) for x in inputs), tf.constant(1.0))
-    return zero_fraction(g.numpy() for g in grads if g.shape.num_elements() != 0)
+    weights = _fingerprint(model.get_weights())
+    key = ("zero_grad", policy, tuple(sorted(keep_float32)), weights, _fingerprint(inputs))
+    done = _RUNS.setdefault(model, {}) if _weakly_referable(model) else {}
+    if key not in done:
+        built = _built(model, policy, keep_float32, weights)
+        if built.scaled is None:
+            built.scaled = _scaled_step(built.clone)
+        grads = built.scaled(tuple(tf.constant(x) for x in inputs), tf.constant(1.0))
+        done[key] = zero_fraction(g.numpy() for g in grads if g.shape.num_elements() != 0)
+    return done[key]
 
 
 def trace(model: Any, inputs: Sequence[np.ndarray]) -> list[TracedOp]:
@@ -389,7 +396,7 @@ class _Built:
 _BUILT: weakref.WeakKeyDictionary[Any, dict[tuple[str, tuple[str, ...]], _Built]] = (
     weakref.WeakKeyDictionary()
 )
-_RUNS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], PolicyRun]] = weakref.WeakKeyDictionary()
+_RUNS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
 
 
 def _built(model: Any, policy: str, keep_float32: Sequence[str], weights: str) -> _Built:
