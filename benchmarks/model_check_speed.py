@@ -89,9 +89,7 @@ def main(argv: list[str]) -> int:
     lines = [
         "# check_model speed on real Keras architectures (CPU)",
         "",
-        f"Command: `python benchmarks/model_check_speed.py {' '.join(argv)}`".replace(" `", "`").replace(
-            "py`", "py`"
-        ),
+        "Command: `python benchmarks/model_check_speed.py" + "".join(f" {a}" for a in argv) + "`",
         "",
         f"Machine: {os.cpu_count()} CPUs, load average {load:.1f} at the start; "
         f'`python -c "import tensorflow"`: {base:.1f} s (median of 3, same run).',

@@ -312,6 +312,39 @@ def policy_problem(
     return None
 
 
+def underflowing_ops(
+    policy: str, ops: Sequence[Mapping[str, Any]], flush_to_zero: Sequence[str] = ()
+) -> list[Mapping[str, Any]]:
+    """The computing ops that run in a low format under ``policy`` and flush more than
+    :data:`~explorer.analysis.model_numerics.UNDERFLOW_FRACTION` of their nonzero float32
+    activations to zero there."""
+    from explorer.analysis.model_numerics import UNDERFLOW_FRACTION
+
+    out = []
+    for op in ops:
+        fmt = op_format(op, policy)
+        if fmt and _computing(op) and _zero_share(op, fmt, flush_to_zero) > UNDERFLOW_FRACTION:
+            out.append(op)
+    return out
+
+
+def underflow_phrase(policy: str, ops: Sequence[Mapping[str, Any]], flush_to_zero: Sequence[str] = ()) -> str:
+    """The underflowing ops in a phrase, said beside another problem ("" when there are none).
+
+    >>> underflow_phrase("mixed_float16", [])
+    ''
+    """
+    flushing = underflowing_ops(policy, ops, flush_to_zero)
+    if not flushing:
+        return ""
+    low = [op for op in ops if _computing(op) and op_format(op, policy)]
+    first = flushing[0]
+    return (
+        f"also {len(flushing)} of {len(low)} ops computing in a low format underflow (more than 1% of "
+        f"their activations to zero), first `{first['layer'] or '(model)'}` ({first['raw_op']})"
+    )
+
+
 def _zero_share(op: Mapping[str, Any], fmt: str, flush_to_zero: Sequence[str]) -> float:
     """The share of ``op``'s nonzero float32 activations that become zero in ``fmt``."""
     stats = op.get("stats") or {}
@@ -507,4 +540,6 @@ __all__ = [
     "op_format",
     "policy_problem",
     "policy_sentence",
+    "underflow_phrase",
+    "underflowing_ops",
 ]

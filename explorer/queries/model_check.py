@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from explorer.analysis.model_summary import (
     op_format,
     policy_problem,
     policy_sentence,
+    underflow_phrase,
 )
 from explorer.analysis.model_trace import MergedOp, PolicyRun, merge_traces
 from explorer.queries.model_result import KernelStatus, ModelCheck, ModelOp, PolicyResult
@@ -468,6 +469,10 @@ def _policy_result(
             policy, run.zero_grad, run.zero_grad_scaled, c.baseline.zero_grad, run.loss_scale
         )
         also = [scaled] if scaled else []
+    if problem is not None and problem.kind in ("overflow", "no_gradient", "lost_gradients") and low:
+        flushed = underflow_phrase(policy, ops, c.baseline.flush_to_zero)
+        if flushed:
+            problem = replace(problem, detail=f"{problem.detail}; {flushed}")
     sentence = policy_sentence(
         policy, device, c.version, ops, problem, ran=run.ran if here else None,
         first_release=first_release, oldest_release=_oldest_release() if keras else None,
@@ -493,8 +498,6 @@ def _policy_result(
 def _gradient_fix(c: _Context, policy: str, problem: Problem) -> tuple[Problem, list[dict[str, Any]]]:
     """Where ``policy``'s gradients die (the latest op whose gradient is all zero in its run but
     not in float32's), said in the problem, and that layer kept in float32 in one run."""
-    from dataclasses import replace
-
     from explorer.analysis.model_summary import LOST_GRADIENTS_MARGIN
     from explorer.queries.model_fix import try_keep_for_gradients
 

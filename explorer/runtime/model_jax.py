@@ -82,16 +82,16 @@ def framework_version() -> str:
 
 #: the axis each weight's blocks run along (:func:`layer_weights` puts it last), in words
 BLOCK_AXIS_NOTE = (
-    "weights are blocked along the axis a matrix multiplication contracts (Flax layout): a kernel "
-    "(in, out) along in (axis 0); a convolution kernel (h, w, in, out) over h x w x in; 1-D leaves "
-    "along their only axis"
+    "leaves named `kernel` (Flax's layout) are blocked along the axis a matrix multiplication "
+    "contracts: (in, out) along in (axis 0), a convolution kernel (h, w, in, out) over h x w x in; "
+    "other leaves along their last axis as stored"
 )
 
 
 def layer_weights(params: Any) -> dict[str, list[np.ndarray]]:
     """The floating leaves of ``params`` grouped by their parent's key path (``dense/kernel``
-    belongs to ``dense``; a leaf at the top to ``""``), as float32 arrays, each with its
-    contraction axis last (:data:`BLOCK_AXIS_NOTE`: ``(in, out)`` -> ``(out, in)``).
+    belongs to ``dense``; a leaf at the top to ``""``), as float32 arrays; a ``kernel`` leaf with
+    its contraction axis made last (:data:`BLOCK_AXIS_NOTE`: ``(in, out)`` -> ``(out, in)``).
 
     >>> {k: [w.shape for w in v] for k, v in layer_weights({"dense": {"kernel": np.ones((2, 3))}}).items()}
     {'dense': [(3, 2)]}
@@ -105,7 +105,7 @@ def layer_weights(params: Any) -> dict[str, list[np.ndarray]]:
             continue
         keys = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
         weight = array.astype(np.float32)
-        if weight.ndim >= 2:
+        if weight.ndim >= 2 and keys and keys[-1] == "kernel":  # Flax's matmul and conv kernels
             weight = weight.reshape(-1, weight.shape[-1]).T
         out.setdefault("/".join(keys[:-1]), []).append(weight)
     return out
