@@ -124,6 +124,8 @@ class Problem:
                 where = f"`{t['layer']}`"
                 zero = t.get("zero_grad")
                 share = f", {zero:.0%} zero" if isinstance(zero, float) else ""
+                if t.get("scale", 1.0) != 1.0:
+                    share += f" with loss scale {t['scale']:g}"
                 if t.get("keeps_gradients"):
                     text = f"keeping {where} in float32 was run on CPU and keeps the gradients{share}"
                 else:

@@ -514,6 +514,7 @@ def _gradient_fix(c: _Context, policy: str, problem: Problem) -> tuple[Problem, 
         tried = try_keep_for_gradients(
             _runner(c.framework), c.model, c.inputs, policy, layer, c.formats, c.extra,
             c.baseline.zero_grad or 0.0, LOST_GRADIENTS_MARGIN,
+            run.loss_scale if run.loss_scaling and math.isfinite(run.loss_scale) else 1.0,
         )  # fmt: skip
         return replace(problem, detail=detail, layer_to_keep=layer), tried
     return problem, []

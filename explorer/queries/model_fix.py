@@ -75,15 +75,17 @@ def try_keep_for_gradients(
     extra: dict[str, Any],
     baseline_zero_grad: float,
     margin: float,
+    scale: float = 1.0,
 ) -> list[dict[str, Any]]:
     """One run of ``policy`` with ``layer`` (where the gradient dies) kept in float32: does it
-    keep the trainable gradients (zero fraction within ``margin`` of float32's)?  The record:
+    keep the trainable gradients (zero fraction within ``margin`` of float32's), the loss times
+    ``scale`` (the loss scale the policy applies already; 1 without)?  The record:
     ``workaround`` (``keep_float32_gradients``), ``layers``, ``layer``, ``ran``,
     ``keeps_gradients``, ``zero_grad``, ``error``."""
     light = getattr(runner, "zero_gradient_fraction", None)  # one plain step where the runner has it
     try:
         if light is not None:
-            ran, zero, error = True, light(model, inputs, policy, [layer]), ""
+            ran, zero, error = True, light(model, inputs, policy, [layer], scale), ""
         else:
             again = runner.run_policy(model, inputs, policy, formats, keep_float32=[layer], **extra)
             ran, zero, error = again.ran, again.zero_grad, again.error
@@ -91,7 +93,7 @@ def try_keep_for_gradients(
         ran, zero, error = False, None, f"{type(exc).__name__}: {exc}"
     keeps = bool(ran and zero is not None and zero - baseline_zero_grad <= margin)
     return [{"workaround": "keep_float32_gradients", "layers": [layer], "layer": layer, "ran": ran,
-             "keeps_gradients": keeps, "zero_grad": zero, "error": error}]  # fmt: skip
+             "keeps_gradients": keeps, "zero_grad": zero, "scale": scale, "error": error}]  # fmt: skip
 
 
 def _record(layers: Sequence[str], ran: bool, finite: bool, error: str) -> dict[str, Any]:

@@ -344,21 +344,25 @@ def _scaled_step(model: Any) -> Any:
 
 
 def zero_gradient_fraction(
-    model: Any, inputs: Sequence[np.ndarray], policy: str, keep_float32: Sequence[str] = ()
+    model: Any,
+    inputs: Sequence[np.ndarray],
+    policy: str,
+    keep_float32: Sequence[str] = (),
+    scale: float = 1.0,
 ) -> float | None:
-    """The zero fraction of the trainable variables' gradients of the check's loss under
-    ``policy`` (those layers in float32): one forward and backward pass, nothing else recorded
-    (made once per process for the same model, weights and inputs)."""
+    """The zero fraction of the trainable variables' gradients of the check's loss times
+    ``scale`` under ``policy`` (those layers in float32): one forward and backward pass,
+    nothing else recorded (made once per process for the same model, weights and inputs)."""
     import tensorflow as tf
 
     weights = _fingerprint(model.get_weights())
-    key = ("zero_grad", policy, tuple(sorted(keep_float32)), weights, _fingerprint(inputs))
+    key = ("zero_grad", policy, tuple(sorted(keep_float32)), weights, _fingerprint(inputs), scale)
     done = _RUNS.setdefault(model, {}) if _weakly_referable(model) else {}
     if key not in done:
         built = _built(model, policy, keep_float32, weights)
         if built.scaled is None:
             built.scaled = _scaled_step(built.clone)
-        grads = built.scaled(tuple(tf.constant(x) for x in inputs), tf.constant(1.0))
+        grads = built.scaled(tuple(tf.constant(x) for x in inputs), tf.constant(scale))
         done[key] = zero_fraction(g.numpy() for g in grads if g.shape.num_elements() != 0)
     return done[key]
 
