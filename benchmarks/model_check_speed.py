@@ -1,4 +1,5 @@
-"""``check_model`` on real Keras architectures on CPU, timed against ``import tensorflow``.
+"""``check_model`` on real Keras architectures on CPU, timed against ``import tensorflow``
+(wall and CPU seconds).
 
     python benchmarks/model_check_speed.py            # MobileNetV2 96x96 and ResNet50 64x64
     python benchmarks/model_check_speed.py mobilenet  # one of them
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURES = {
@@ -56,19 +58,24 @@ def _env() -> dict[str, str]:
     return env
 
 
-def import_seconds(repeats: int = 3) -> float:
-    """The median wall time of a fresh ``python -c "import tensorflow"``."""
-    times = []
+def import_seconds(repeats: int = 3) -> tuple[float, float]:
+    """The median wall and CPU (user + system) seconds of a fresh ``python -c "import tensorflow"``."""
+    import resource
+
+    times, cpus = [], []
     for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(
             [sys.executable, "-c", "import tensorflow"], check=True, env=_env(), capture_output=True
         )
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(times), statistics.median(cpus)
 
 
-def measure(key: str) -> dict[str, object]:
+def measure(key: str) -> dict[str, Any]:
     """One architecture's figures (a fresh process)."""
     name, shape = ARCHITECTURES[key]
     t0 = time.perf_counter()
@@ -84,7 +91,7 @@ def measure(key: str) -> dict[str, object]:
 def main(argv: list[str]) -> int:
     """Measure, print, write the results file."""
     keys = argv or list(ARCHITECTURES)
-    base = import_seconds()
+    base, base_cpu = import_seconds()
     load = os.getloadavg()[0]
     lines = [
         "# check_model speed on real Keras architectures (CPU)",
@@ -92,28 +99,32 @@ def main(argv: list[str]) -> int:
         "Command: `python benchmarks/model_check_speed.py" + "".join(f" {a}" for a in argv) + "`",
         "",
         f"Machine: {os.cpu_count()} CPUs, load average {load:.1f} at the start; "
-        f'`python -c "import tensorflow"`: {base:.1f} s (median of 3, same run).',
+        f'`python -c "import tensorflow"`: {base:.1f} s wall, {base_cpu:.1f} CPU s (median of 3, same run). '
+        "The CPU ratio (the check's CPU s over the import's) is the one the machine's load moves least.",
         f"Policies: {', '.join(POLICIES)}; devices: CPU; batch 2, seeded standard-normal input.",
         "",
-        "| architecture | ops | first call s (CPU s) | ratio to import | second call s | peak RSS MB |",
+        "| architecture | ops | first call s (CPU s) | to import: wall (CPU) | second call s | peak RSS MB |",
         "|---|---|---|---|---|---|",
     ]
     sentences = []
     for key in keys:
         f = measure(key)
-        ratio = float(f["first"]) / base  # type: ignore[arg-type]
-        print(f"{key}: first {f['first']:.1f} s (CPU {f['first_cpu']:.1f} s), {ratio:.2f}x import "
-              f"({base:.1f} s); second {f['second']:.2f} s; peak RSS {f['peak_rss_mb']:.0f} MB; "
-              f"{f['ops']} ops")  # fmt: skip
-        lines.append(
-            f"| {ARCHITECTURES[key][0]} {ARCHITECTURES[key][1][0]}x{ARCHITECTURES[key][1][1]} | {f['ops']} | "
-            f"{f['first']:.1f} ({f['first_cpu']:.1f}) | {ratio:.2f}x | {f['second']:.2f} | "
-            f"{f['peak_rss_mb']:.0f} |"
+        name, shape = ARCHITECTURES[key]
+        first, first_cpu, second = float(f["first"]), float(f["first_cpu"]), float(f["second"])
+        ratio, cpu_ratio, rss = first / base, first_cpu / base_cpu, float(f["peak_rss_mb"])
+        print(
+            f"{key}: first {first:.1f} s (CPU {first_cpu:.1f} s), {ratio:.2f}x import ({base:.1f} s), "
+            f"CPU {cpu_ratio:.2f}x ({base_cpu:.1f} s); second {second:.2f} s; peak RSS {rss:.0f} MB; "
+            f"{f['ops']} ops"
         )
-        sentences.append(f"\n## {ARCHITECTURES[key][0]}: summary per policy\n")
-        for s in f["summary"]:  # type: ignore[attr-defined]
-            print(f"  {s}")
-            sentences.append(f"- {s}")
+        lines.append(
+            f"| {name} {shape[0]}x{shape[1]} | {f['ops']} | {first:.1f} ({first_cpu:.1f}) | "
+            f"{ratio:.2f}x ({cpu_ratio:.2f}x) | {second:.2f} | {rss:.0f} |"
+        )
+        sentences.append(f"\n## {name}: summary per policy\n")
+        for sentence in f["summary"]:
+            print(f"  {sentence}")
+            sentences.append(f"- {sentence}")
     text = "\n".join([*lines, *sentences, ""])
     (ROOT / "benchmarks" / "results" / "model_check_speed.md").write_text(text)
     return 0
