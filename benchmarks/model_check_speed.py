@@ -103,7 +103,8 @@ def main(argv: list[str]) -> int:
         "The CPU ratio (the check's CPU s over the import's) is the one the machine's load moves least.",
         f"Policies: {', '.join(POLICIES)}; devices: CPU; batch 2, seeded standard-normal input.",
         "",
-        "| architecture | ops | first call s (CPU s) | to import: wall (CPU) | second call s | peak RSS MB |",
+        "| architecture | ops | first call s (CPU s) | to import: wall (CPU) | second call s | "
+        "peak RSS MiB |",
         "|---|---|---|---|---|---|",
     ]
     sentences = []
@@ -114,7 +115,7 @@ def main(argv: list[str]) -> int:
         ratio, cpu_ratio, rss = first / base, first_cpu / base_cpu, float(f["peak_rss_mb"])
         print(
             f"{key}: first {first:.1f} s (CPU {first_cpu:.1f} s), {ratio:.2f}x import ({base:.1f} s), "
-            f"CPU {cpu_ratio:.2f}x ({base_cpu:.1f} s); second {second:.2f} s; peak RSS {rss:.0f} MB; "
+            f"CPU {cpu_ratio:.2f}x ({base_cpu:.1f} s); second {second:.2f} s; peak RSS {rss:.0f} MiB; "
             f"{f['ops']} ops"
         )
         lines.append(
