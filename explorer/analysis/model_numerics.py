@@ -3,8 +3,12 @@ on values a float32 forward and backward pass produced (no framework, no process
 
 From one activation tensor and its gradient, :func:`tensor_stats` keeps what the verdict
 needs: the largest magnitude, and per format the fraction of the nonzero values below the
-format's smallest normal and below its smallest subnormal (zeros are exact in every format,
-so they are left out of the fractions).  :func:`headroom_bits` is the distance, in powers of
+format's smallest normal, below its smallest subnormal, and those that round to zero (zeros
+are exact in every format, so they are left out of the fractions).  Round to nearest even
+keeps a value down to half the smallest subnormal: a magnitude of at most half of it becomes
+zero (``to_zero``).  A backend that flushes subnormal results to zero (TensorFlow's bfloat16
+arithmetic on CPU) loses everything below the smallest normal instead: :func:`verdict` takes
+``flush_to_zero``.  :func:`headroom_bits` is the distance, in powers of
 two, from the largest magnitude to the format's max; :func:`verdict` reads both.
 
 >>> import numpy as np
@@ -30,11 +34,12 @@ from explorer.formats import resolve
 DEFAULT_FORMATS: tuple[str, ...] = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 #: the verdicts, worst first (:func:`verdict` returns the first that applies)
 VERDICTS: tuple[str, ...] = ("overflows", "loses_gradients", "underflows", "fits")
-#: fraction of an op's nonzero activations below the format's smallest subnormal (they round
-#: to zero) above which the op ``underflows``
+#: fraction of an op's nonzero activations that become zero in the format (round to nearest:
+#: at most half the smallest subnormal; flush-to-zero: below the smallest normal) above which
+#: the op ``underflows``
 UNDERFLOW_FRACTION = 0.01
-#: fraction of an op's nonzero gradients below the format's smallest subnormal above which
-#: the op ``loses_gradients``
+#: fraction of an op's nonzero gradients that become zero in the format above which the op
+#: ``loses_gradients``
 GRADIENT_LOSS_FRACTION = 0.01
 
 
@@ -54,6 +59,11 @@ class TensorStats:
     grad_below_normal: dict[str, float] = field(default_factory=dict)
     #: format -> fraction of nonzero gradients below the smallest subnormal
     grad_below_subnormal: dict[str, float] = field(default_factory=dict)
+    #: format -> fraction of nonzero activations that round to zero (round to nearest even:
+    #: |x| at most half the smallest subnormal)
+    to_zero: dict[str, float] = field(default_factory=dict)
+    #: format -> fraction of nonzero gradients that round to zero
+    grad_to_zero: dict[str, float] = field(default_factory=dict)
     #: block format -> RMS relative error of the activation quantized to it along its last
     #: axis (None: no nonzero value); only the block formats among ``formats``
     block_rel_rms: dict[str, float | None] = field(default_factory=dict)
@@ -67,23 +77,31 @@ class TensorStats:
             "below_subnormal": dict(self.below_subnormal),
             "grad_below_normal": dict(self.grad_below_normal),
             "grad_below_subnormal": dict(self.grad_below_subnormal),
+            "to_zero": dict(self.to_zero),
+            "grad_to_zero": dict(self.grad_to_zero),
             "block_rel_rms": dict(self.block_rel_rms),
         }
 
 
-def _fractions(values: np.ndarray, formats: Iterable[str]) -> tuple[dict[str, float], dict[str, float]]:
+def _fractions(
+    values: np.ndarray, formats: Iterable[str]
+) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Per format: the fractions of the finite nonzero ``values`` below the smallest normal,
+    below the smallest subnormal, and at most half the smallest subnormal (round to zero)."""
     magnitude = np.abs(values[np.isfinite(values)])
     nonzero = magnitude[magnitude > 0]
     normal: dict[str, float] = {}
     subnormal: dict[str, float] = {}
+    zero: dict[str, float] = {}
     for name in formats:
         fmt = resolve(name)
         if nonzero.size == 0:
-            normal[fmt.name], subnormal[fmt.name] = 0.0, 0.0
+            normal[fmt.name], subnormal[fmt.name], zero[fmt.name] = 0.0, 0.0, 0.0
             continue
         normal[fmt.name] = float(np.count_nonzero(nonzero < fmt.smallest_normal) / nonzero.size)
         subnormal[fmt.name] = float(np.count_nonzero(nonzero < fmt.smallest_subnormal) / nonzero.size)
-    return normal, subnormal
+        zero[fmt.name] = float(np.count_nonzero(nonzero <= fmt.smallest_subnormal / 2) / nonzero.size)
+    return normal, subnormal, zero
 
 
 def _max_abs(values: np.ndarray) -> float:
@@ -100,8 +118,10 @@ def tensor_stats(activation: Any, gradient: Any, formats: Iterable[str] = DEFAUL
     :attr:`TensorStats.block_rel_rms` instead of the fractions.
 
     >>> s = tensor_stats([1e-9, 1.0, 0.0], [1e-9, 1e-3], ["float16"])
-    >>> s.below_subnormal["float16"], s.grad_below_subnormal["float16"]
-    (0.5, 0.5)
+    >>> s.below_subnormal["float16"], s.grad_below_subnormal["float16"], s.to_zero["float16"]
+    (0.5, 0.5, 0.5)
+    >>> tensor_stats([4e-8], None, ["float16"]).to_zero["float16"]  # float16 keeps it: 2**-24 ~ 6e-8
+    0.0
     """
     from explorer.analysis.block_view import layer_block_errors
     from explorer.blocks import BLOCK_FORMAT_NAMES
@@ -110,13 +130,15 @@ def tensor_stats(activation: Any, gradient: Any, formats: Iterable[str] = DEFAUL
     formats = [f for f in formats if f not in BLOCK_FORMAT_NAMES]
     shaped = np.asarray(activation, dtype=np.float64)
     act = shaped.ravel()
-    normal, subnormal = _fractions(act, formats)
+    normal, subnormal, zero = _fractions(act, formats)
     block_errors = layer_block_errors({"": [shaped]}, blocks)[""] if blocks else {}
     if gradient is None:
-        return TensorStats(_max_abs(act), None, normal, subnormal, block_rel_rms=block_errors)
+        return TensorStats(_max_abs(act), None, normal, subnormal, to_zero=zero, block_rel_rms=block_errors)
     grad = np.asarray(gradient, dtype=np.float64).ravel()
-    g_normal, g_subnormal = _fractions(grad, formats)
-    return TensorStats(_max_abs(act), _max_abs(grad), normal, subnormal, g_normal, g_subnormal, block_errors)
+    g_normal, g_subnormal, g_zero = _fractions(grad, formats)
+    return TensorStats(
+        _max_abs(act), _max_abs(grad), normal, subnormal, g_normal, g_subnormal, zero, g_zero, block_errors
+    )
 
 
 def headroom_bits(max_abs: float, fmt: Any) -> float:
@@ -149,21 +171,28 @@ def overflows(max_abs: float, fmt: Any) -> bool:
     return not math.isfinite(rounded) or abs(rounded) > f.max
 
 
-def verdict(stats: TensorStats, fmt: Any) -> str:
+def verdict(stats: TensorStats, fmt: Any, flush_to_zero: bool = False) -> str:
     """``overflows`` (the largest |activation| rounds past the format's max), ``loses_gradients``
-    (more than :data:`GRADIENT_LOSS_FRACTION` of the nonzero gradients are below the smallest
-    subnormal), ``underflows`` (more than :data:`UNDERFLOW_FRACTION` of the nonzero activations
-    are), else ``fits``.
+    (more than :data:`GRADIENT_LOSS_FRACTION` of the nonzero gradients become zero in the
+    format), ``underflows`` (more than :data:`UNDERFLOW_FRACTION` of the nonzero activations
+    do), else ``fits``.  A value becomes zero when round to nearest takes it there (at most half
+    the smallest subnormal), or, with ``flush_to_zero`` (a backend that flushes subnormal
+    results), when it is below the smallest normal.
 
     >>> verdict(tensor_stats([1.0], [1e-9], ["float16"]), "float16")
     'loses_gradients'
+    >>> s = tensor_stats([1e-39, 1.0], None, ["bfloat16"])  # a bfloat16 subnormal
+    >>> verdict(s, "bfloat16"), verdict(s, "bfloat16", flush_to_zero=True)
+    ('fits', 'underflows')
     """
     name = resolve(fmt).name
     if overflows(stats.max_abs, name):
         return "overflows"
-    if stats.grad_below_subnormal.get(name, 0.0) > GRADIENT_LOSS_FRACTION:
+    activations = stats.below_normal if flush_to_zero else stats.to_zero
+    gradients = stats.grad_below_normal if flush_to_zero else stats.grad_to_zero
+    if gradients.get(name, 0.0) > GRADIENT_LOSS_FRACTION:
         return "loses_gradients"
-    if stats.below_subnormal.get(name, 0.0) > UNDERFLOW_FRACTION:
+    if activations.get(name, 0.0) > UNDERFLOW_FRACTION:
         return "underflows"
     return "fits"
 

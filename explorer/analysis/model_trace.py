@@ -141,6 +141,17 @@ class PolicyRun:
     loss_scale: float = 1.0
     #: op name -> its statistics (the float32 run: the numerics; others: their own values)
     stats: dict[str, TensorStats] = field(default_factory=dict)
+    #: (layer, dtype policy) of each layer the user built in a dtype of its own, kept as built
+    #: under this policy
+    kept_as_built: tuple[tuple[str, str], ...] = ()
+    #: True when training under this policy scales the loss already (Keras compiles a
+    #: ``mixed_float16`` model with a LossScaleOptimizer): lost gradients are judged scaled
+    loss_scaling: bool = False
+    #: the variables left out of the zero-gradient fractions (not trainable: frozen layers,
+    #: BatchNormalization's moving statistics), by name
+    non_trainable: tuple[str, ...] = ()
+    #: the formats whose arithmetic this backend flushes to zero below the smallest normal
+    flush_to_zero: tuple[str, ...] = ()
 
 
 def tf_layer_path(node: str, layer_names: Iterable[str]) -> str:

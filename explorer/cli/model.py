@@ -15,7 +15,10 @@ HELP = (
     "check a model (a built-in one, or a saved .keras file): each op's kernel per policy and device, "
     "its dtype under mixed precision, its float32 values against each format, the first problem"
 )
-EXIT_1 = "under some --policy the model does not run, overflows or loses its gradients"
+EXIT_1 = (
+    "the example inputs hold NaN/inf, or under some --policy the model does not run, overflows, has no "
+    "gradient, loses its gradients or flushes more than 1% of an op's activations to zero"
+)
 JSON_RESULT = (
     "{framework, framework_version, policies, devices, formats, ops: [{index, layer, raw_op, op, "
     "data_movement, dtype: {policy: dtype}, kernel: {policy: {device: {declared, run, error, "
@@ -27,9 +30,9 @@ JSON_RESULT = (
     "zero_grad_scaled, loss_scale, first_release, sentence, problem, step_time: {median, q1, q3, minimum, "
     "maximum, count, calls_per_sample, total} (seconds; with --time-steps, CPU rows) or null, "
     "step_ratio_to_float32}], summary: [sentence], "
-    "first_problem: {kind, policy, device, index, layer, raw_op, detail, observed, workaround, tried} "
-    "or null, notes, block_formats: [name], weight_block_errors: {layer: {block format: RMS relative "
-    "error of the layer's weights}}}"
+    "first_problem: {kind, policy, device, index, layer, raw_op, detail, observed, workaround, tried, "
+    "advice} or null, notes, block_formats: [name], weight_block_errors: {layer: {block format: RMS "
+    "relative error of the layer's weights, blocked along the contraction axis}}, block_axis}"
 )
 NOTES = (
     "--file loads a Keras model with Keras' own loader under safe_mode=True: a file with Lambda "
@@ -61,9 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--policy",
         action="append",
         metavar="NAME",
-        help="Keras: float32, mixed_float16, mixed_bfloat16, float16, bfloat16; PyTorch: float32, float16, "
-        "bfloat16, autocast_float16, autocast_bfloat16; repeat for several; default: float32 and the "
-        "framework's two mixed policies",
+        help="Keras: as_built (the model's own dtypes), float32 (everything in float32), mixed_float16, "
+        "mixed_bfloat16, float16, bfloat16 (these keep each layer built in a dtype of its own); PyTorch: "
+        "float32, float16, bfloat16, autocast_float16, autocast_bfloat16; repeat for several; default: "
+        "as_built where the framework has it, float32 and the framework's two mixed policies",
     )
     parser.add_argument(
         "--time-steps",

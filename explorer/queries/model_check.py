@@ -12,27 +12,30 @@ after it was run: the overflowing layer kept in float32, loss scaling.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from explorer.analysis.model_numerics import DEFAULT_FORMATS, TensorStats, headroom_bits, verdict
+from explorer.analysis.model_numerics import DEFAULT_FORMATS, headroom_bits, verdict
 from explorer.analysis.model_summary import (
     Problem,
-    compute_format,
-    first_problem,
+    loss_scaling_phrase,
+    op_format,
     policy_problem,
     policy_sentence,
+    underflow_phrase,
 )
 from explorer.analysis.model_trace import MergedOp, PolicyRun, merge_traces
-from explorer.analysis.speed import TimingSummary
+from explorer.queries.model_result import KernelStatus, ModelCheck, ModelOp, PolicyResult
 
-#: the default policies per framework (the first is the float32 baseline every check runs)
+#: the default policies per framework (``as_built``, the model with its own dtypes, first where
+#: the framework's runner has it; a float32 baseline, everything in float32, is always run)
 DEFAULT_POLICIES: dict[str, tuple[str, ...]] = {
-    "keras": ("float32", "mixed_float16", "mixed_bfloat16"),
+    "keras": ("as_built", "float32", "mixed_float16", "mixed_bfloat16"),
     "torch": ("float32", "autocast_float16", "autocast_bfloat16"),
     "jax": ("float32", "float16", "p=f32,c=bf16,o=f32"),
 }
@@ -42,198 +45,21 @@ DEFAULT_DEVICES: tuple[str, ...] = ("CPU", "GPU")
 FRAMEWORK_NAMES: dict[str, str] = {"keras": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
 
 
-@dataclass(frozen=True)
-class KernelStatus:
-    """One op instance's kernel under one policy on one device."""
-
-    #: what the framework declares: ``ok``, ``no_kernel``, ``unsupported_dtype``; None: no
-    #: declaration covers it (an integer dtype, no OpInfo entry, JAX)
-    declared: str | None
-    #: the real run on this machine: ``ran``, ``failed``, ``not_reached`` (the run stopped at
-    #: an earlier op), ``not_run`` (no such device here)
-    run: str
-    #: the error of the op that failed ("" otherwise)
-    error: str = ""
-    #: TensorFlow: the first shipped release that declares a kernel (None: none does, or not TF)
-    first_release: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data."""
-        return {
-            "declared": self.declared,
-            "run": self.run,
-            "error": self.error,
-            "first_release": self.first_release,
-        }
-
-
-@dataclass(frozen=True)
-class ModelOp:
-    """One op instance of the model, across policies."""
-
-    index: int
-    #: the user's layer or module path ("" for the model's own code)
-    layer: str
-    raw_op: str
-    #: the catalog op it is, where there is one
-    op: str | None
-    #: True for ops that only move data (kept, never dropped)
-    data_movement: bool
-    #: policy -> the dtype it computes in (None: the policy's trace has no such instance)
-    dtype: dict[str, str | None]
-    #: policy -> device -> :class:`KernelStatus`
-    kernel: dict[str, dict[str, KernelStatus]]
-    #: mixed policy -> what it did to the op, observed (input/output dtypes; Keras: the layer's
-    #: compute and variable dtype)
-    amp: dict[str, dict[str, Any]]
-    #: largest |activation| and |gradient| in the float32 pass (None: no floating output)
-    max_abs: float | None
-    max_grad: float | None
-    #: the float32 statistics (None: no floating output)
-    stats: TensorStats | None
-    #: format -> headroom in bits to the format's max
-    headroom_bits: dict[str, float]
-    #: format -> ``fits``, ``overflows``, ``underflows``, ``loses_gradients``
-    verdict: dict[str, str]
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data (the JSON entry of an op)."""
-        return {
-            "index": self.index,
-            "layer": self.layer,
-            "raw_op": self.raw_op,
-            "op": self.op,
-            "data_movement": self.data_movement,
-            "dtype": dict(self.dtype),
-            "kernel": {p: {d: k.to_dict() for d, k in ks.items()} for p, ks in self.kernel.items()},
-            "amp": self.amp,
-            "max_abs": _finite_or_text(self.max_abs),
-            "max_grad": _finite_or_text(self.max_grad),
-            "stats": None if self.stats is None else self.stats.to_dict(),
-            "headroom_bits": {f: _finite_or_text(v) for f, v in self.headroom_bits.items()},
-            "verdict": dict(self.verdict),
-        }
-
-
-@dataclass(frozen=True)
-class PolicyResult:
-    """One policy on one device: the real run (CPU), the sentence and the blocker."""
-
-    policy: str
-    device: str
-    #: True when the forward and backward pass ran here (None: not run, e.g. no GPU)
-    ran: bool | None
-    error: str
-    #: the index in :attr:`ModelCheck.ops` of the op that failed, and of the first that gave
-    #: inf/NaN (None: none)
-    failing_op: int | None
-    first_nonfinite: int | None
-    zero_grad: float | None
-    zero_grad_scaled: float | None
-    loss_scale: float
-    #: TensorFlow: the first shipped release in which every op has a kernel (None: none, or not TF)
-    first_release: str | None
-    sentence: str
-    problem: Problem | None
-    #: the measured training step (forward and backward) under this policy here, when the check
-    #: was asked to time it (``time_steps=True``; None otherwise, on other devices, or when the
-    #: step did not run)
-    step_time: TimingSummary | None = None
-    #: the step's median over float32's (None without both)
-    step_ratio_to_float32: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data."""
-        return {
-            "policy": self.policy,
-            "device": self.device,
-            "ran": self.ran,
-            "error": self.error,
-            "failing_op": self.failing_op,
-            "first_nonfinite": self.first_nonfinite,
-            "zero_grad": self.zero_grad,
-            "zero_grad_scaled": self.zero_grad_scaled,
-            "loss_scale": _finite_or_text(self.loss_scale),
-            "first_release": self.first_release,
-            "sentence": self.sentence,
-            "problem": None if self.problem is None else self.problem.to_dict(),
-            "step_time": None if self.step_time is None else self.step_time.to_dict(),
-            "step_ratio_to_float32": self.step_ratio_to_float32,
-        }
-
-
-@dataclass(frozen=True)
-class ModelCheck:
-    """The answer of :func:`check_model`."""
-
-    #: ``keras``, ``torch`` or ``jax``
-    framework: str
-    #: ``TensorFlow 2.21.0``, ``PyTorch 2.13.0``, ``JAX 0.10.0``
-    framework_version: str
-    policies: tuple[str, ...]
-    devices: tuple[str, ...]
-    formats: tuple[str, ...]
-    ops: tuple[ModelOp, ...]
-    results: tuple[PolicyResult, ...]
-    #: what could not be observed here, in words
-    notes: tuple[str, ...] = ()
-    #: policy -> the workaround runs made for it (what, and what they gave)
-    workarounds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: the block formats the layers' weights were quantized to (``block_formats=``)
-    block_formats: tuple[str, ...] = ()
-    #: layer -> block format -> RMS relative error of its weights quantized to it (None: no
-    #: nonzero weight); only layers that hold weights
-    weight_block_errors: dict[str, dict[str, float | None]] = field(default_factory=dict)
-
-    @property
-    def summary(self) -> list[str]:
-        """One sentence per policy and device."""
-        return [r.sentence for r in self.results]
-
-    @property
-    def first_problem(self) -> Problem | None:
-        """The first blocker over the policies in order (missing kernel, overflow, lost gradients)."""
-        return first_problem([r.problem for r in self.results])
-
-    @property
-    def ok(self) -> bool:
-        """True when the model ran under every policy on this machine with no problem found."""
-        return self.first_problem is None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data (the ``result`` of ``precision-explorer model --json``)."""
-        problem = self.first_problem
-        return {
-            "framework": self.framework,
-            "framework_version": self.framework_version,
-            "policies": list(self.policies),
-            "devices": list(self.devices),
-            "formats": list(self.formats),
-            "ops": [op.to_dict() for op in self.ops],
-            "results": [r.to_dict() for r in self.results],
-            "summary": self.summary,
-            "first_problem": None if problem is None else problem.to_dict(),
-            "notes": list(self.notes),
-            "workarounds": self.workarounds,
-            "block_formats": list(self.block_formats),
-            "weight_block_errors": self.weight_block_errors,
-        }
-
-
-def _finite_or_text(value: float | None) -> float | str | None:
-    if value is None or math.isfinite(value):
-        return value
-    return str(value)
-
-
 def framework_of(model: Any) -> str:
-    """``keras``, ``torch`` or ``jax`` (a plain callable); TypeError for anything else."""
+    """``keras``, ``torch`` or ``jax`` (a Python function or callable object); TypeError for
+    anything else, a builtin (``print``) or a class included: they are no JAX function."""
     from explorer.runtime import model_keras, model_torch
 
     if model_keras.is_keras_model(model):
         return "keras"
     if model_torch.is_torch_module(model):
         return "torch"
+    if inspect.isbuiltin(model) or isinstance(model, type):
+        raise TypeError(
+            f"check_model takes a Keras model, a torch.nn.Module or a JAX function; "
+            f"{getattr(model, '__name__', type(model).__name__)!r} is a builtin or a class, "
+            "not a JAX function"
+        )
     if callable(model):
         return "jax"
     raise TypeError(
@@ -265,6 +91,51 @@ def _as_inputs(example_inputs: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def default_policies(framework: str) -> tuple[str, ...]:
+    """The policies a check runs when none are named: :data:`DEFAULT_POLICIES`, with
+    ``as_built`` first wherever the framework's runner has it."""
+    chosen = DEFAULT_POLICIES[framework]
+    if "as_built" not in chosen and "as_built" in getattr(_runner(framework), "POLICIES", ()):
+        chosen = ("as_built", *chosen)
+    return chosen
+
+
+def nonfinite_inputs_text(inputs: Sequence[np.ndarray]) -> str:
+    """``your inputs contain 1 NaN and 2 inf`` ("" when every floating input is finite).
+
+    >>> nonfinite_inputs_text([np.array([1.0, np.nan, np.inf, -np.inf])])
+    'your inputs contain 1 NaN and 2 inf'
+    """
+    nan = inf = 0
+    for x in inputs:
+        if np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.complexfloating):
+            nan += int(np.count_nonzero(np.isnan(x)))
+            inf += int(np.count_nonzero(np.isinf(x)))
+    parts = [f"{nan} NaN" if nan else "", f"{inf} inf" if inf else ""]
+    said = " and ".join(p for p in parts if p)
+    return f"your inputs contain {said}" if said else ""
+
+
+def _downstream_text(ops: Sequence[ModelOp]) -> str:
+    """What the float32 run made of non-finite inputs, in words."""
+    computing = [op for op in ops if not op.data_movement and op.max_abs is not None]
+    bad = [i for i, op in enumerate(computing) if not math.isfinite(op.max_abs or 0.0)]
+    if not bad:
+        return "no op output holds inf/NaN in the float32 run"
+    downstream = computing[bad[0] :]
+    if len(bad) == len(downstream):
+        return f"every op downstream is inf/NaN ({len(bad)} of {len(computing)} in the float32 run)"
+    return f"{len(bad)} of the {len(downstream)} ops downstream give inf/NaN in the float32 run"
+
+
+def _no_gradient_at(ops: Sequence[ModelOp]) -> str:
+    """The latest op whose output has an all-zero gradient in the float32 run, in words."""
+    for op in reversed(ops):
+        if not op.data_movement and op.max_grad == 0.0:
+            return f"`{op.layer or '(model)'}` ({op.raw_op})"
+    return ""
+
+
 def check_model(
     model: Any,
     example_inputs: Any,
@@ -278,16 +149,24 @@ def check_model(
     step_clock: Callable[[], float] | None = None,
 ) -> ModelCheck:
     """Check ``model`` (a Keras 3 model, a ``torch.nn.Module``, or a JAX function called as
-    ``model(params, *inputs)``) on ``example_inputs`` (an array or tensor, or a tuple of them).
+    ``model(*inputs)``, or ``model(params, *inputs)`` when ``params`` is given) on
+    ``example_inputs`` (an array or tensor, or a tuple of them).
 
-    ``policies``: names as the framework's section of the docs lists them (Keras ``float32``,
-    ``mixed_float16``, ``mixed_bfloat16``, ``float16``, ``bfloat16``; PyTorch ``float32``,
-    ``float16``, ``bfloat16``, ``autocast_float16``, ``autocast_bfloat16``; JAX ``float32``,
-    ``float16``, ``bfloat16`` and ``p=f32,c=bf16,o=f32`` strings).  ``devices``: ``CPU``,
-    ``GPU``.  ``formats``: those each op's float32 values are judged against.  ``block_formats``
+    ``policies``: names as the framework's section of the docs lists them (Keras ``as_built``,
+    the model with the dtypes it was built with, ``float32``, everything in float32,
+    ``mixed_float16``, ``mixed_bfloat16``, ``float16``, ``bfloat16``, which keep every layer the
+    user built in a dtype of its own; PyTorch ``float32``, ``float16``, ``bfloat16``,
+    ``autocast_float16``, ``autocast_bfloat16``; JAX ``float32``, ``float16``, ``bfloat16`` and
+    ``p=f32,c=bf16,o=f32`` strings).  ``devices``: ``CPU``, ``GPU``.  ``formats``: those each
+    op's float32 values are judged against.  ``block_formats``
     (:data:`explorer.blocks.BLOCK_FORMAT_NAMES`): each layer's weights are quantized to each,
-    and the RMS relative error kept (:func:`explorer.analysis.block_view.layer_block_errors`);
-    so is each op's float32 activation (``stats.block_rel_rms``).
+    along the axis the layer contracts, and the RMS relative error kept
+    (:func:`explorer.analysis.block_view.layer_block_errors`); so is each op's float32
+    activation (``stats.block_rel_rms``).
+
+    Non-finite example inputs are said first, under every policy.  When a policy overflows,
+    the smallest set of layers kept in float32 that makes its run finite is searched for
+    (:mod:`explorer.queries.model_fix`) and offered only when a run found it.
 
     ``time_steps``: also time a plain training step (forward and backward, no instrumentation)
     under each policy that ran, here on the CPU (:mod:`explorer.runtime.model_step`: warm-up,
@@ -309,7 +188,7 @@ def check_model(
 
     framework = framework_of(model)
     runner = _runner(framework)
-    chosen = tuple(dict.fromkeys(policies or DEFAULT_POLICIES[framework]))
+    chosen = tuple(dict.fromkeys(policies or default_policies(framework)))
     for p in chosen:
         runner.check_policy(p)
     wanted_devices = tuple(dict.fromkeys(normalize_device(d) for d in (devices or DEFAULT_DEVICES)))
@@ -332,28 +211,25 @@ def check_model(
         for i, m in enumerate(merged)
     )
     version = f"{FRAMEWORK_NAMES[framework]} {runner.framework_version()}"
+    context = _Context(model, inputs, runs, baseline, ops, merged, framework, version, fmts, extra)
+    bad_inputs = nonfinite_inputs_text(inputs)
+    if bad_inputs:
+        context.nonfinite_inputs = f"{bad_inputs}; {_downstream_text(ops)}"
+    if baseline.ran and (baseline.zero_grad or 0.0) >= 1.0:
+        context.no_gradient_at = _no_gradient_at(ops)
+    context.labels = _labels(model, framework, chosen)
     workarounds: dict[str, list[dict[str, Any]]] = {}
     results = []
     for p in chosen:
-        for device in wanted_devices:
-            result, tried = _policy_result(
-                model,
-                inputs,
-                p,
-                device,
-                runs,
-                baseline,
-                ops,
-                merged,
-                framework,
-                version,
-                fmts,
-                extra,
-                workarounds,
-            )
+        cpu: Problem | bool | None = True
+        for device in sorted(wanted_devices, key=lambda d: d != "CPU"):  # the CPU run first
+            result, tried = _policy_result(context, p, device, workarounds, cpu)
+            if device == "CPU" and result.ran:
+                cpu = result.problem
             results.append(result)
             if tried:
                 workarounds[p] = tried
+    results.sort(key=lambda r: (chosen.index(r.policy), wanted_devices.index(r.device)))
     notes = list(runner.NOT_OBSERVED)
     if time_steps and "CPU" in wanted_devices:
         from explorer.queries.model_step_time import with_step_times
@@ -367,13 +243,50 @@ def check_model(
 
         computing = [op for op in ops if not op.data_movement]
         notes.extend(model_grappler.notes(rewrites, [op.amp for op in computing]))
+    notes.extend(_run_notes(baseline))
     if "GPU" in wanted_devices:
-        notes.append("GPU: the declared kernels only; no GPU run on this machine")
+        notes.append(
+            "GPU: the declared kernels only, no GPU run on this machine; "
+            "its numerics are those of the CPU run"
+        )
     weights = runner.layer_weights(params if framework == "jax" else model) if blocks else {}
-    if blocks and getattr(runner, "BLOCK_AXES", None):
-        notes.append(runner.BLOCK_AXES)  # the axis the weight blocks run along, in words
+    axis = getattr(runner, "BLOCK_AXIS_NOTE", "") if blocks else ""
     parts = (framework, version, chosen, wanted_devices, fmts, ops, tuple(results), tuple(notes))
-    return ModelCheck(*parts, workarounds, blocks, layer_block_errors(weights, blocks))
+    return ModelCheck(*parts, workarounds, blocks, layer_block_errors(weights, blocks), axis)
+
+
+def _run_notes(baseline: PolicyRun) -> list[str]:
+    """What the float32 run says of how the numerics were judged, in words."""
+    notes = []
+    if baseline.flush_to_zero:
+        flushed = ", ".join(baseline.flush_to_zero)
+        notes.append(
+            f"this backend flushes {flushed} arithmetic results below the smallest normal to zero here "
+            "(a direct run: four times the smallest subnormal times 1 gives 0): those values count as "
+            "lost in its verdicts; elsewhere a value is lost when round to nearest takes it to zero "
+            "(at most half the smallest subnormal)"
+        )
+    if baseline.non_trainable:
+        shown = ", ".join(baseline.non_trainable[:3]) + (", ..." if len(baseline.non_trainable) > 3 else "")
+        notes.append(
+            f"zero-gradient fractions are over the trainable variables only; {len(baseline.non_trainable)} "
+            f"non-trainable ones are left out ({shown})"
+        )
+    return notes
+
+
+def _labels(model: Any, framework: str, policies: Sequence[str]) -> dict[str, str]:
+    """policy -> how its sentence names it (``as_built`` with the dtypes the user built in)."""
+    if framework != "keras" or "as_built" not in policies:
+        return {}
+    from explorer.runtime import model_keras
+
+    built = model_keras.built_policy(model)
+    own = model_keras.user_dtypes(model)
+    extra = ", ".join(f"`{layer}` in {p}" for layer, p in list(own.items())[:3])
+    more = f" and {len(own) - 3} more" if len(own) > 3 else ""
+    with_own = f" with {extra}{more}" if own else ""
+    return {"as_built": f"as_built ({built}{with_own}, as you built it)"}
 
 
 def _model_op(
@@ -415,7 +328,7 @@ def _model_op(
             kernel[p][device] = KernelStatus(status, state, error, first)
     amp = {}
     for p in policies:
-        if compute_format(p) != "float32" and p in merged.by_policy:
+        if p != "float32" and p in merged.by_policy:
             op = merged.by_policy[p]
             observed: dict[str, Any] = {"in": list(op.in_dtypes), "out": list(op.out_dtypes)}
             if op.layer_compute_dtype:
@@ -432,7 +345,8 @@ def _model_op(
         verdicts: dict[str, str] = {}
     else:
         room = {f: headroom_bits(stats.max_abs, f) for f in formats}
-        verdicts = {f: verdict(stats, f) for f in formats}
+        flushed = set(runs["float32"].flush_to_zero)
+        verdicts = {f: verdict(stats, f, flush_to_zero=f in flushed) for f in formats}
     first_op = next(iter(merged.by_policy.values()))
     return ModelOp(
         index,
@@ -453,9 +367,9 @@ def _model_op(
 
 def _grappler_rewrites(model: Any, inputs: tuple[Any, ...]) -> list[Any]:
     """Grappler's mixed-precision rewrites of the model's float32 graph, read here."""
-    from explorer.runtime import model_grappler
+    from explorer.runtime import model_grappler, model_keras
 
-    return model_grappler.read_rewrites(model, inputs)
+    return model_grappler.read_rewrites(model_keras.float32_model(model), inputs)
 
 
 def _index_of(merged: Sequence[MergedOp], policy: str, name: str | None) -> int | None:
@@ -468,36 +382,60 @@ def _index_of(merged: Sequence[MergedOp], policy: str, name: str | None) -> int 
     return None
 
 
+@dataclass
+class _Context:
+    """What every policy's result is read from (one check)."""
+
+    model: Any
+    inputs: tuple[Any, ...]
+    runs: dict[str, PolicyRun]
+    baseline: PolicyRun
+    ops: Sequence[ModelOp]
+    merged: Sequence[MergedOp]
+    framework: str
+    version: str
+    formats: Sequence[str]
+    extra: dict[str, Any]
+    nonfinite_inputs: str = ""
+    no_gradient_at: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    _op_dicts: list[dict[str, Any]] | None = None
+
+    @property
+    def op_dicts(self) -> list[dict[str, Any]]:
+        """The ops as plain data (made once)."""
+        if self._op_dicts is None:
+            self._op_dicts = [op.to_dict() for op in self.ops]
+        return self._op_dicts
+
+
 def _policy_result(
-    model: Any,
-    inputs: tuple[Any, ...],
+    c: _Context,
     policy: str,
     device: str,
-    runs: dict[str, PolicyRun],
-    baseline: PolicyRun,
-    ops: Sequence[ModelOp],
-    merged: Sequence[MergedOp],
-    framework: str,
-    version: str,
-    formats: Sequence[str],
-    extra: dict[str, Any],
     done: dict[str, list[dict[str, Any]]],
+    cpu: Problem | bool | None,
 ) -> tuple[PolicyResult, list[dict[str, Any]]]:
-    """The result of one policy on one device, with the workaround runs its problem called for."""
-    run = runs[policy]
+    """The result of one policy on one device, with the workaround runs its problem called for.
+    ``cpu``: the problem of this policy's CPU run (True: none was made)."""
+    from explorer.queries.model_fix import search_keep_float32
+
+    run = c.runs[policy]
     here = device == "CPU"
-    failing = _index_of(merged, policy, run.failing_op) if here else None
-    nonfinite = _index_of(merged, policy, run.first_nonfinite) if here else None
+    failing = _index_of(c.merged, policy, run.failing_op) if here else None
+    nonfinite = _index_of(c.merged, policy, run.first_nonfinite) if here else None
     releases = [
         op.kernel[policy][device].first_release
-        for op in ops
+        for op in c.ops
         if op.kernel[policy][device].declared is not None
     ]
-    first_release = _latest(releases) if framework == "keras" else None
+    keras = c.framework == "keras"
+    first_release = _latest(releases) if keras else None
+    ops = c.op_dicts
     problem = policy_problem(
         policy,
         device,
-        [op.to_dict() for op in ops],
+        ops,
         ran=run.ran if here else None,
         error=run.error if here else "",
         failing=failing,
@@ -506,22 +444,39 @@ def _policy_result(
         nonfinite=nonfinite,
         zero_grad=run.zero_grad if here else None,
         zero_grad_scaled=run.zero_grad_scaled if here else None,
-        baseline_zero_grad=baseline.zero_grad,
+        baseline_zero_grad=c.baseline.zero_grad,
         loss_scale=run.loss_scale,
+        loss_scaling=run.loss_scaling,
+        nonfinite_inputs=c.nonfinite_inputs,
+        no_gradient_at=c.no_gradient_at,
+        cpu=cpu,
+        flush_to_zero=c.baseline.flush_to_zero,
     )
     tried = list(done.get(policy, []))
     # keeping a layer in float32 only means something when the policy computes in another format
-    wants_float32_run = compute_format(policy) != "float32" and framework != "jax"
-    if problem is not None and problem.layer_to_keep and not tried and wants_float32_run:
-        tried.append(
-            _keep_float32_run(model, inputs, policy, problem.layer_to_keep, framework, formats, extra)
+    low = any(op_format(op, policy) for op in ops)
+    if problem is not None and problem.kind == "overflow" and problem.layer_to_keep and not tried and low:
+        tried = search_keep_float32(
+            _runner(c.framework), c.model, c.inputs, policy, problem.layer_to_keep, c.formats, c.extra
         )
+    if problem is not None and problem.kind == "lost_gradients" and here and low and not tried:
+        problem, tried = _gradient_fix(c, policy, problem)
     if problem is not None:
         problem = problem.with_workaround(tried)
+    also = []
+    if run.loss_scaling and (here or cpu is not True):
+        scaled = loss_scaling_phrase(
+            policy, run.zero_grad, run.zero_grad_scaled, c.baseline.zero_grad, run.loss_scale
+        )
+        also = [scaled] if scaled else []
+    if problem is not None and problem.kind in ("overflow", "no_gradient", "lost_gradients") and low:
+        flushed = underflow_phrase(policy, ops, c.baseline.flush_to_zero)
+        if flushed:
+            problem = replace(problem, detail=f"{problem.detail}; {flushed}")
     sentence = policy_sentence(
-        policy, device, version, [op.to_dict() for op in ops], problem, ran=run.ran if here else None,
-        first_release=first_release if framework == "keras" else None,
-        oldest_release=_oldest_release() if framework == "keras" else None,
+        policy, device, c.version, ops, problem, ran=run.ran if here else None,
+        first_release=first_release, oldest_release=_oldest_release() if keras else None,
+        label=c.labels.get(policy, ""), kept=run.kept_as_built, also=also,
     )  # fmt: skip
     result = PolicyResult(
         policy,
@@ -540,34 +495,29 @@ def _policy_result(
     return result, tried
 
 
-def _keep_float32_run(
-    model: Any,
-    inputs: tuple[Any, ...],
-    policy: str,
-    layer: str,
-    framework: str,
-    formats: Sequence[str],
-    extra: dict[str, Any],
-) -> dict[str, Any]:
-    """Run ``policy`` again with ``layer`` kept in float32; what it gave."""
-    runner = _runner(framework)
-    try:
-        again = runner.run_policy(model, inputs, policy, formats, keep_float32=[layer], **extra)
-    except (ValueError, TypeError) as exc:
-        return {
-            "workaround": "keep_float32",
-            "layer": layer,
-            "ran": False,
-            "finite": False,
-            "error": str(exc),
-        }
-    return {
-        "workaround": "keep_float32",
-        "layer": layer,
-        "ran": again.ran,
-        "finite": again.ran and again.first_nonfinite is None,
-        "error": again.error,
-    }
+def _gradient_fix(c: _Context, policy: str, problem: Problem) -> tuple[Problem, list[dict[str, Any]]]:
+    """Where ``policy``'s gradients die (the latest op whose gradient is all zero in its run but
+    not in float32's), said in the problem, and that layer kept in float32 in one run."""
+    from explorer.analysis.model_summary import LOST_GRADIENTS_MARGIN
+    from explorer.queries.model_fix import try_keep_for_gradients
+
+    run = c.runs[policy]
+    for m in reversed(c.merged):
+        mine, base = m.by_policy.get(policy), m.by_policy.get("float32")
+        if mine is None or base is None or mine.data_movement or not m.layer:
+            continue
+        own, ref = run.stats.get(mine.name), c.baseline.stats.get(base.name)
+        if own is None or ref is None or own.max_grad != 0.0 or not ref.max_grad:
+            continue
+        layer = m.layer.split("/", 1)[0]
+        detail = f"{problem.detail}; under {policy} the gradient is zero from `{m.layer}` ({m.raw_op}) back"
+        tried = try_keep_for_gradients(
+            _runner(c.framework), c.model, c.inputs, policy, layer, c.formats, c.extra,
+            c.baseline.zero_grad or 0.0, LOST_GRADIENTS_MARGIN,
+            run.loss_scale if run.loss_scaling and math.isfinite(run.loss_scale) else 1.0,
+        )  # fmt: skip
+        return replace(problem, detail=detail, layer_to_keep=layer), tried
+    return problem, []
 
 
 def _oldest_release() -> str | None:
@@ -593,5 +543,7 @@ __all__ = [
     "ModelOp",
     "PolicyResult",
     "check_model",
+    "default_policies",
     "framework_of",
+    "nonfinite_inputs_text",
 ]

@@ -14,6 +14,7 @@ TensorFlow is imported inside the functions.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +93,23 @@ def read_rewrites(
     """Each rewrite in ``names`` applied by grappler to the float32 graph of ``model(*inputs)``
     (the graph :func:`explorer.runtime.model_keras.trace` reads), one :class:`GrapplerRewrite`
     each."""
+
+    key = (tuple(names), tuple((tuple(x.shape), str(x.dtype)) for x in inputs))
+    try:
+        cache = _READ.setdefault(model, {})
+    except TypeError:  # not weakly referable: read every time
+        cache = {}
+    if key not in cache:
+        cache[key] = _read_rewrites(model, inputs, names)
+    return list(cache[key])
+
+
+#: model -> (rewrites, input shapes and dtypes) -> what was read (the graph's structure only:
+#: read once per process and model)
+_READ: weakref.WeakKeyDictionary[Any, dict[Any, list[GrapplerRewrite]]] = weakref.WeakKeyDictionary()
+
+
+def _read_rewrites(model: Any, inputs: Sequence[np.ndarray], names: Sequence[str]) -> list[GrapplerRewrite]:
     import tensorflow as tf
 
     specs = [tf.TensorSpec(x.shape, tf.as_dtype(x.dtype)) for x in inputs]

@@ -1,5 +1,5 @@
-"""Tracing and running a JAX function ``fn(params, *inputs)`` under each policy, equation by
-equation.
+"""Tracing and running a JAX function ``fn(params, *inputs)`` (or ``fn(*inputs)`` without
+params) under each policy, equation by equation.
 
 ``jax.make_jaxpr`` gives the op list: one entry per equation, with call-like equations
 (``jit``, ``pjit``, ``custom_jvp_call``, ``custom_vjp_call``, ``closed_call``) opened into the
@@ -80,12 +80,21 @@ def framework_version() -> str:
     return str(jax.__version__)
 
 
+#: the axis each weight's blocks run along (:func:`layer_weights` puts it last), in words
+BLOCK_AXIS_NOTE = (
+    "leaves named `kernel` (Flax's layout) are blocked along the axis a matrix multiplication "
+    "contracts: (in, out) along in (axis 0), a convolution kernel (h, w, in, out) over h x w x in; "
+    "other leaves along their last axis as stored"
+)
+
+
 def layer_weights(params: Any) -> dict[str, list[np.ndarray]]:
     """The floating leaves of ``params`` grouped by their parent's key path (``dense/kernel``
-    belongs to ``dense``; a leaf at the top to ``""``), as float32 arrays.
+    belongs to ``dense``; a leaf at the top to ``""``), as float32 arrays; a ``kernel`` leaf with
+    its contraction axis made last (:data:`BLOCK_AXIS_NOTE`: ``(in, out)`` -> ``(out, in)``).
 
     >>> {k: [w.shape for w in v] for k, v in layer_weights({"dense": {"kernel": np.ones((2, 3))}}).items()}
-    {'dense': [(2, 3)]}
+    {'dense': [(3, 2)]}
     """
     import jax
 
@@ -95,7 +104,10 @@ def layer_weights(params: Any) -> dict[str, list[np.ndarray]]:
         if not np.issubdtype(array.dtype, np.floating) and array.dtype.kind != "V":
             continue
         keys = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
-        out.setdefault("/".join(keys[:-1]), []).append(array.astype(np.float32))
+        weight = array.astype(np.float32)
+        if weight.ndim >= 2 and keys and keys[-1] == "kernel":  # Flax's matmul and conv kernels
+            weight = weight.reshape(-1, weight.shape[-1]).T
+        out.setdefault("/".join(keys[:-1]), []).append(weight)
     return out
 
 
@@ -190,14 +202,36 @@ class _Interpreter:
         return outs
 
 
-def _policy_fn(fn: Any, policy: str) -> tuple[Any, str]:
+def _policy_fn(fn: Any, policy: str, with_params: bool = True) -> tuple[Any, str]:
     _, compute, output = policy_dtypes(policy)
 
     def wrapped(params: Any, *xs: Any) -> Any:
-        out = fn(_cast_tree(params, compute), *_cast_tree(xs, compute))
+        cast = _cast_tree(xs, compute)
+        out = fn(_cast_tree(params, compute), *cast) if with_params else fn(*cast)
         return _cast_tree(out, output)
 
     return wrapped, policy_dtypes(policy)[0]
+
+
+def check_call(fn: Any, n_inputs: int, params: Any) -> None:
+    """ValueError when ``fn`` cannot be called as the check calls it: ``fn(params, *inputs)``
+    with ``params``, ``fn(*inputs)`` without (read from its signature, nothing is run)."""
+    import inspect
+
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # no signature to read (a C callable): the trace says
+    args = (None,) * (n_inputs + (params is not None))
+    try:
+        signature.bind(*args)
+    except TypeError as exc:
+        call = f"fn(params, {n_inputs} input(s))" if params is not None else f"fn({n_inputs} input(s))"
+        other = "without params=" if params is not None else "with params=..."
+        raise ValueError(
+            f"the JAX function {getattr(fn, '__name__', 'fn')}{signature} cannot be called as {call}: {exc}; "
+            f"pass the inputs as a tuple, or call check_model {other}"
+        ) from None
 
 
 def _loss(outs: Sequence[Any]) -> Any:
@@ -223,10 +257,16 @@ def run_policy(
 
     if keep_float32:
         raise ValueError("keep_float32 is not supported for JAX functions")
-    wrapped, param_dtype = _policy_fn(fn, policy)
-    stored = _cast_tree(params, param_dtype)
+    check_call(fn, len(inputs), params)
+    wrapped, param_dtype = _policy_fn(fn, policy, params is not None)
+    stored = _cast_tree(params, param_dtype) if params is not None else ()
     xs = tuple(jnp.asarray(x) for x in inputs)
     closed = jax.make_jaxpr(wrapped)(stored, *xs)
+    if not any(jnp.issubdtype(v.aval.dtype, jnp.floating) for v in closed.jaxpr.outvars):
+        raise ValueError(
+            f"{getattr(fn, '__name__', 'the function')} returns no floating array when traced by JAX: "
+            "check_model takes a JAX function of arrays (a Keras model or a torch.nn.Module otherwise)"
+        )
     flat = jax.tree_util.tree_leaves((stored, xs))
     probe = _Interpreter()
     try:
@@ -286,8 +326,8 @@ def training_step(fn: Any, inputs: Sequence[np.ndarray], policy: str, params: An
     import jax
     import jax.numpy as jnp
 
-    wrapped, param_dtype = _policy_fn(fn, policy)
-    stored = _cast_tree(params, param_dtype)
+    wrapped, param_dtype = _policy_fn(fn, policy, params is not None)
+    stored = _cast_tree(params, param_dtype) if params is not None else ()
     xs = [jnp.asarray(x) for x in inputs]
     floating = [i for i, x in enumerate(xs) if jnp.issubdtype(x.dtype, jnp.floating)]
 
@@ -304,11 +344,14 @@ def training_step(fn: Any, inputs: Sequence[np.ndarray], policy: str, params: An
 
 
 __all__ = [
+    "BLOCK_AXIS_NOTE",
     "LOSS_SCALE",
     "NOT_OBSERVED",
     "POLICIES",
+    "check_call",
     "check_policy",
     "framework_version",
+    "layer_weights",
     "policy_dtypes",
     "run_policy",
     "training_step",

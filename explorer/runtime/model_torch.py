@@ -228,7 +228,7 @@ def _prepare(module: Any, policy: str, keep_float32: Sequence[str]) -> Any:
 
 
 #: how :func:`layer_weights` lays out each weight for block quantization, in words
-BLOCK_AXES = (
+BLOCK_AXIS_NOTE = (
     "PyTorch weight blocks run along the contraction axis: a Linear weight (out, in) along in; a "
     "convolution weight (out, in/groups, *kernel) over in/groups x kernel (transposed convolutions: "
     "(in, out/groups, *kernel) taken per output channel); other parameters along their last axis"
@@ -254,7 +254,7 @@ def _contraction_rows(module: Any, name: str, weight: np.ndarray) -> np.ndarray:
 def layer_weights(model: Any) -> dict[str, list[np.ndarray]]:
     """Each module that holds parameters of its own (path as the op list names it, ``""`` for
     the model) -> those parameters, float32 arrays in registration order, each laid out so that
-    its last axis is the one a block format's blocks run along (:data:`BLOCK_AXES`): a Linear
+    its last axis is the one a block format's blocks run along (:data:`BLOCK_AXIS_NOTE`): a Linear
     weight (out, in) as it is, a convolution weight as (out, in/groups x kernel)."""
     out: dict[str, list[np.ndarray]] = {}
     for path, module in model.named_modules():
@@ -460,7 +460,7 @@ def training_step(model: Any, inputs: Sequence[np.ndarray], policy: str) -> Any:
 
 
 __all__ = [
-    "BLOCK_AXES",
+    "BLOCK_AXIS_NOTE",
     "LOSS_SCALE",
     "NOT_OBSERVED",
     "POLICIES",
