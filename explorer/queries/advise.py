@@ -256,7 +256,7 @@ def advise_precision(
             middle.error, tuple(errors),
         )  # fmt: skip
         quantized = tuple(layer.name for layer, k in zip(layers, kept, strict=True) if not k)
-        code = recipe_code(runner.framework, fmt, quantized)
+        code = recipe_code(runner.framework, fmt, quantized, recipe.kept)
         advice.append(FormatAdvice(fmt, recipe, every, first_last, random_choice, estimated, quantized, code))
     seconds["recipes"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - started
