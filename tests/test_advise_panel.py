@@ -94,8 +94,8 @@ def test_layer_names_are_escaped_in_the_table_and_the_code() -> None:
 
 @pytest.mark.slow  # builds the app (over a second)
 def test_an_advice_that_fails_is_shown_in_the_panel() -> None:
-    """A JAX-like object (not a Keras model or PyTorch module) passed to the App: the panel
-    says why, escaped, and the Run button comes back."""
+    """A JAX-like object (not a Keras model or PyTorch module) passed to the App, then a module
+    whose forward exits: the panel says why, and the Run button comes back each time."""
     import explorer
 
     class NotAModel:
@@ -111,4 +111,21 @@ def test_an_advice_that_fails_is_shown_in_the_panel() -> None:
     assert job is not None and job.status == "failed"
     message = tab.advise_panel.message.value
     assert "did not finish" in message and "NotAModel" in message
+    assert tab.advise_panel.run_button.disabled is False
+    require_module("torch")
+    import torch
+
+    class Exits(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(2, 2)
+
+        def forward(self, x: Any) -> Any:
+            raise SystemExit("<b>bye</b>")
+
+    tab.ctx.user_model = (Exits(), np.ones((1, 2), np.float32))
+    job = tab.advise_panel.run(wait=True)
+    assert job is not None and job.status == "failed"
+    message = tab.advise_panel.message.value
+    assert "SystemExit" in message and "&lt;b&gt;bye" in message and "<b>bye" not in message
     assert tab.advise_panel.run_button.disabled is False

@@ -146,7 +146,12 @@ class AdvicePanel:
 
             if user is not None:
                 model, inputs = user
-                return advise_precision(model, inputs, formats=formats, budget=budget, progress=progress)
+                try:
+                    return advise_precision(model, inputs, formats=formats, budget=budget, progress=progress)
+                except (KeyboardInterrupt, Exception):
+                    raise
+                except BaseException as exc:  # SystemExit... from the user's code: a failure shown
+                    raise RuntimeError(f"your model raised {type(exc).__name__}: {exc}") from None
             return advise_builtin(
                 source, framework, trained=trained, formats=formats, budget=budget, progress=progress
             )
