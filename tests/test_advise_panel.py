@@ -80,16 +80,20 @@ def test_layer_names_are_escaped_in_the_table_and_the_code() -> None:
     from explorer.app.advise_panel import choices_html
     from explorer.queries.advise import advise_precision
 
-    hostile = "<img src=x onerror=alert(1)>"
+    hostile_text = "<img src=x onerror=alert(1)>"
     model = torch.nn.Sequential()
-    model.add_module(hostile, torch.nn.Linear(32, 32))
+    model.add_module(hostile_text, torch.nn.Linear(32, 32))
     model.add_module("relu", torch.nn.ReLU())
     model.add_module("out", torch.nn.Linear(32, 4))
     x = np.random.default_rng(0).standard_normal((8, 32)).astype(np.float32)
     advice = advise_precision(model, x, formats=["nvfp4"], budget=0.5, seeds=1)
-    assert hostile in advice.for_format("nvfp4").code  # the names reach the view
+    assert hostile_text in advice.for_format("nvfp4").code  # the names reach the view
     markup = choices_html(advice)
     assert "<img" not in markup and "&lt;img src=x onerror=alert(1)&gt;" in markup
+    from tests.support import hostile  # read with the standard library's HTML parser
+
+    assert hostile.dangerous_markup(markup) == []
+    assert hostile.visible_text(markup).count(hostile_text) >= 2  # in the table and the code, as text
 
 
 @pytest.mark.slow  # builds the app (over a second)
