@@ -12,7 +12,10 @@
   ``apply_recipe(model)`` makes each of the recipe's modules run its forward under
   ``torch.autocast(dtype=...)`` (its output cast back to float32) and each kept module run
   its forward under ``torch.autocast(enabled=False)`` on float32 inputs, so the kept ones
-  stay float32 inside a surrounding autocast region too.
+  stay float32 inside a surrounding autocast region too.  Autocast also rounds each
+  region's output to the format before the cast back (the advice's runs keep the float32
+  accumulator's output), so a run of the plan can differ from the measured recipe by that
+  rounding.
 * ONNX, ``float16`` (a PyTorch model exported with ``torch.onnx.export(..., dynamo=False)``):
   ``node_block_list_for(onnx_model)`` (:func:`onnx_float16_code`) names the exported nodes of
   the kept modules for onnxconverter-common's ``convert_float_to_float16(...,
