@@ -57,6 +57,7 @@ COURSE = [
     "03_mixed_precision_training",
     "04_fp8",
     "05_your_model",
+    "06_which_layers",
 ]
 
 
@@ -276,13 +277,15 @@ def _prose(source: str) -> str:
     return re.sub(r"^\s*\d+\.\s", " ", text, flags=re.M)
 
 
-def test_figures_in_the_text_of_notebook_02_are_printed_by_its_cells() -> None:
+@pytest.mark.parametrize("name", ["02_overflow_underflow", "06_which_layers"])
+def test_figures_in_the_text_of_notebook_02_are_printed_by_its_cells(name: str) -> None:
     """Issue 24, item 4: notebook 02 says the figures its text quotes are the ones its cells
     print; each figure of its markdown is within its last digit of a number a code cell prints
-    (its recorded outputs) or is given (its source: an input such as ``n=10_000``)."""
+    (its recorded outputs) or is given (its source: an input such as ``n=10_000``).  Notebook
+    06 (issue 37) says the same."""
     import nbformat
 
-    path = NOTEBOOK_DIR / "02_overflow_underflow.ipynb"
+    path = NOTEBOOK_DIR / f"{name}.ipynb"
     nb = nbformat.read(path, as_version=4)
     recorded = _load_expected(path)["cells"]
     printed = " ".join(text for cell in recorded.values() for _, text in cell["outputs"])

@@ -183,6 +183,11 @@ class ModelTab(Tab):
         ]
         self.picker_box = widgets.VBox([self.op_picker, self.op_details])
         self.widget.children = (*self.widget.children, self.picker_box)
+        from explorer.app.advise_panel import AdvicePanel
+
+        #: "Keep in higher precision" (explorer/app/advise_panel.py)
+        self.advise_panel = AdvicePanel(self)
+        self.widget.children = (*self.widget.children, self.advise_panel.widget)
         #: the checks made, by (source, framework)
         self.checks: dict[tuple[str, str], ModelCheck] = {}
         self.failures: dict[tuple[str, str], str] = {}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -161,6 +161,7 @@ def advise_precision(
     labels: Any = None,
     keep: str = "float32",
     seeds: int = 5,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> PrecisionAdvice:
     """Which covered layers of ``model`` (a Keras 3 model or a PyTorch module) to keep in
     higher precision for each of ``formats``, and what each choice measures on
@@ -171,6 +172,8 @@ def advise_precision(
     outputs, ``kl_divergence`` of their probabilities, ``top1_agreement``, or ``accuracy``
     against ``labels`` (integer class per row; ``metric`` becomes ``accuracy`` when labels are
     given).  ``keep``: the precision kept layers run in (``float32`` or ``bfloat16``).
+    ``progress(done, total, what)`` is called after each run of the model (an exception it
+    raises, a cancel, ends the advice).
     """
     from explorer.runtime.quantized_layers import COVERED, runner_for
 
@@ -202,9 +205,16 @@ def advise_precision(
     if not layers:
         raise ValueError(f"the model has no covered layer ({COVERED[runner.framework]})")
     seconds = {"setup": time.perf_counter() - started}
+    total_runs = len(names) * (len(layers) + 3 + seeds)
+    runs = [0]
 
     def measure(assignment: dict[str, str]) -> tuple[float, float]:
         value = pa.metric_value(metric, reference, runner.run(assignment), label_array)
+        runs[0] += 1
+        if progress is not None:
+            low = [f"{k} in {v}" for k, v in assignment.items() if v != keep]
+            what = f"{low[0]} alone" if len(low) == 1 else f"{len(low)} layers quantized together"
+            progress(runs[0], total_runs, f"run {runs[0]} of {total_runs}: {what}")
         return value, pa.error_of(metric, value, float32_value)
 
     t = time.perf_counter()
@@ -256,7 +266,7 @@ def advise_precision(
             middle.error, tuple(errors),
         )  # fmt: skip
         quantized = tuple(layer.name for layer, k in zip(layers, kept, strict=True) if not k)
-        code = recipe_code(runner.framework, fmt, quantized)
+        code = recipe_code(runner.framework, fmt, quantized, recipe.kept)
         advice.append(FormatAdvice(fmt, recipe, every, first_last, random_choice, estimated, quantized, code))
     seconds["recipes"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - started
