@@ -277,12 +277,11 @@ def _run_notes(baseline: PolicyRun) -> list[str]:
 
 def _labels(model: Any, framework: str, policies: Sequence[str]) -> dict[str, str]:
     """policy -> how its sentence names it (``as_built`` with the dtypes the user built in)."""
-    if framework != "keras" or "as_built" not in policies:
+    runner = _runner(framework)
+    if "as_built" not in policies or not hasattr(runner, "user_dtypes"):
         return {}
-    from explorer.runtime import model_keras
-
-    built = model_keras.built_policy(model)
-    own = model_keras.user_dtypes(model)
+    built = runner.built_policy(model)
+    own = runner.user_dtypes(model)
     extra = ", ".join(f"`{layer}` in {p}" for layer, p in list(own.items())[:3])
     more = f" and {len(own) - 3} more" if len(own) > 3 else ""
     with_own = f" with {extra}{more}" if own else ""

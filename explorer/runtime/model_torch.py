@@ -5,13 +5,16 @@ sees every aten op the module runs, below autograd and below autocast: the op, i
 and output dtypes, and its values at its return; the module path comes from forward hooks on
 every submodule.  The loss-scaled gradients are taken through the same pass's graph.
 
-Policies: ``float32``; ``float16`` and ``bfloat16`` (the module and the inputs cast);
-``autocast_float16`` and ``autocast_bfloat16`` (``torch.autocast("cpu", dtype=...)`` around the
-forward pass).  CUDA autocast cannot be observed on a machine without CUDA.  Every policy runs
-on a copy of the module (:func:`explorer.runtime.torch_state.working_copy`) and on copies of
-the inputs: the user's module, its gradients and the input tensors are not changed.  Runs are
-kept per module while its state and the inputs are unchanged (:data:`RUNS`).  torch is
-imported inside the functions.
+Policies: ``as_built`` (the module as the user built it: its submodules' own dtypes, the
+autocast regions its forward opens); ``float32`` (everything in float32); ``float16`` and
+``bfloat16`` (the module and the inputs cast); ``autocast_float16`` and ``autocast_bfloat16``
+(``torch.autocast("cpu", dtype=...)`` around the forward pass). The named low-precision policies
+keep every submodule the user built in a dtype of its own in that dtype (:func:`kept_as_built`).
+CUDA autocast cannot be observed on a machine without CUDA. Every policy runs on a copy of the
+module (:func:`explorer.runtime.torch_state.working_copy`) and on copies of the inputs: the
+user's module, its gradients and the input tensors are not changed. Runs are kept per module
+while its state and the inputs are unchanged (:data:`RUNS`). torch is imported inside the
+functions.
 """
 
 from __future__ import annotations
@@ -31,7 +34,14 @@ from explorer.runtime.torch_recorder import make_recorder
 from explorer.runtime.torch_state import RunCache, fingerprint, working_copy
 
 #: the PyTorch policies
-POLICIES: tuple[str, ...] = ("float32", "float16", "bfloat16", "autocast_float16", "autocast_bfloat16")
+POLICIES: tuple[str, ...] = (
+    "as_built",
+    "float32",
+    "float16",
+    "bfloat16",
+    "autocast_float16",
+    "autocast_bfloat16",
+)
 #: the loss scale of the scaled run (torch.amp.GradScaler starts at 2**16)
 LOSS_SCALE = 2.0**16
 
@@ -198,17 +208,79 @@ def _module_paths(model: Any, stack: list[str]) -> Iterator[None]:
             h.remove()
 
 
+def user_dtypes(model: Any) -> dict[str, str]:
+    """The submodules the user built in a floating dtype other than float32 (their own
+    parameters and buffers, all of one dtype): name -> dtype (``"(model)"`` for the root).
+
+    >>> import torch
+    >>> net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2).to(torch.float16))
+    >>> user_dtypes(net)
+    {'1': 'float16'}
+    """
+    out = {}
+    for name, sub in model.named_modules():
+        tensors = [*sub.parameters(recurse=False), *sub.buffers(recurse=False)]
+        own = {t.dtype for t in tensors if t.is_floating_point()}
+        if len(own) == 1:
+            dtype = str(next(iter(own))).removeprefix("torch.")
+            if dtype != "float32":
+                out[name or "(model)"] = dtype
+    return out
+
+
+def built_policy(model: Any) -> str:
+    """How the module was built, in words, for the ``as_built`` label: PyTorch has no global
+    policy; what the user chose is the dtypes of its submodules (:func:`user_dtypes`) and the
+    autocast regions its forward opens, both kept by ``as_built``."""
+    return "its own dtypes and autocast regions"
+
+
+def kept_as_built(model: Any, policy: str) -> dict[str, str]:
+    """The submodules a policy keeps in the dtype the user built them in: every one of
+    :func:`user_dtypes` under a named policy other than ``float32`` (which means everything in
+    float32) and ``as_built`` (where nothing is changed)."""
+    return {} if policy in ("as_built", "float32") else user_dtypes(model)
+
+
+def _keep_own_dtype(sub: Any, dtype: Any, policy: str) -> None:
+    """Run ``sub`` in ``dtype`` (the user's) under ``policy``: autocast off inside it, its floating
+    inputs cast to ``dtype``, its floating outputs back to the policy's dtype for a cast policy."""
+    import torch
+
+    forward = sub.forward
+    back = _dtype(policy) if policy in ("float16", "bfloat16") else None
+
+    def in_own_dtype(*args: Any, _forward: Any = forward, **kwargs: Any) -> Any:
+        cast = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+        with torch.autocast("cpu", enabled=False):
+            out = _forward(*cast, **kwargs)
+        if back is not None and isinstance(out, torch.Tensor) and out.is_floating_point():
+            return out.to(back)
+        return out
+
+    sub.forward = in_own_dtype
+
+
 def _prepare(module: Any, policy: str, keep_float32: Sequence[str]) -> Any:
-    """The module a policy runs, made from ``module`` (the check's copy, changed in place): cast
-    to the policy's dtype; the modules in ``keep_float32`` in float32, their floating inputs
-    cast to float32 and outputs back."""
+    """The module a policy runs, made from ``module`` (the check's copy, changed in place):
+    ``as_built`` as it is; ``float32`` everything in float32; a cast policy casts to its dtype
+    and an autocast policy runs under ``torch.autocast``, both keeping each submodule the user
+    built in a dtype of its own (:func:`kept_as_built`) in that dtype; the modules in
+    ``keep_float32`` in float32, their floating inputs cast to float32 and outputs back."""
     import torch
 
     check_policy(policy)
-    if policy in ("float16", "bfloat16"):
+    own = kept_as_built(module, policy)
+    if policy == "float32":
+        module = module.float()
+    elif policy in ("float16", "bfloat16"):
         module = module.to(_dtype(policy))
-    back = _dtype(_policy_dtype(policy))
     modules = dict(module.named_modules())
+    for name, dtype_name in own.items():
+        sub = modules["" if name == "(model)" else name]
+        dtype = getattr(torch, dtype_name)  # a torch dtype's own name (float64, float16, ...)
+        _keep_own_dtype(sub.to(dtype), dtype, policy)
+    back = _dtype(_policy_dtype(policy)) if policy != "as_built" else torch.float32
     for name in keep_float32:
         if name not in modules:
             raise ValueError(f"no submodule {name!r}; submodules: {', '.join(n for n in modules if n)}")
@@ -387,13 +459,20 @@ def run_policy(
     kept = RUNS.get(model, key)
     if kept is not None:
         return kept
+    kept = tuple(sorted(kept_as_built(model, policy).items()))
     with working_copy(model) as copied:
-        run = _run_policy(_prepare(copied, policy, keep_float32), inputs, policy, formats)
+        run = _run_policy(_prepare(copied, policy, keep_float32), inputs, policy, formats, kept)
     RUNS.put(model, key, run)
     return run
 
 
-def _run_policy(module: Any, inputs: Sequence[np.ndarray], policy: str, formats: Sequence[str]) -> PolicyRun:
+def _run_policy(
+    module: Any,
+    inputs: Sequence[np.ndarray],
+    policy: str,
+    formats: Sequence[str],
+    kept: tuple[tuple[str, str], ...] = (),
+) -> PolicyRun:
     module.eval()
     module.zero_grad(set_to_none=True)
     recorder, loss, params, ran = _pass(module, inputs, policy)
@@ -427,6 +506,7 @@ def _run_policy(module: Any, inputs: Sequence[np.ndarray], policy: str, formats:
         policy,
         ops,
         True,
+        kept_as_built=kept,
         first_nonfinite=first_nonfinite,
         zero_grad=unscaled,
         zero_grad_scaled=scaled,
@@ -464,12 +544,15 @@ __all__ = [
     "LOSS_SCALE",
     "NOT_OBSERVED",
     "POLICIES",
+    "built_policy",
     "check_policy",
     "clear_cache",
     "framework_version",
     "is_torch_module",
+    "kept_as_built",
     "layer_weights",
     "opinfo_candidates",
     "run_policy",
     "training_step",
+    "user_dtypes",
 ]
