@@ -8,6 +8,9 @@ run in this file on the issue's values ``[300, 460, 500, 1000, 1e6, inf]`` (floa
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -135,3 +138,32 @@ def test_query_and_views_say_where_backends_disagree(monkeypatch, capsys):
 def test_no_measurement_where_nothing_is_above_the_source(name):
     """float64 is the source of every cast: nothing to measure."""
     assert get_backend("numpy").cast_behaviour(name) is None
+
+
+def test_measured_casts_are_kept_on_disk_and_a_tampered_file_is_not_used(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second process (a second visitor's kernel) reads the casts from the cache, measuring
+    nothing; a file whose row is not a measurement's shape is measured again, not shown."""
+    import json
+
+    from explorer.runtime import cast_measure
+
+    monkeypatch.setattr(cast_measure, "_MEASURED", {})
+    first = cast_measure.measured("numpy", ["float16"])
+    assert first["float16"] is not None and first["float16"]["above_max"] == "inf"  # numpy: inf
+
+    def no_measuring(backend: str, formats: list[str]) -> list[Any]:
+        raise AssertionError("measured again instead of read from the cache")
+
+    monkeypatch.setattr(cast_measure, "_MEASURED", {})
+    monkeypatch.setattr(cast_measure, "measure_backend", no_measuring)
+    assert cast_measure.measured("numpy", ["float16"]) == first
+
+    (path,) = (cache_dir / "casts").glob("numpy-*.json")
+    data = json.loads(path.read_text())
+    data["float16"]["above_max"] = ["<script>alert(1)</script>"]
+    path.write_text(json.dumps(data))
+    monkeypatch.setattr(cast_measure, "_MEASURED", {})
+    with pytest.raises(AssertionError, match="measured again"):
+        cast_measure.measured("numpy", ["float16"])

@@ -106,6 +106,7 @@ def test_a_visitor_past_max_kernels_gets_the_full_page_and_no_kernel(server: Voi
     status, _, page = get(server.port, "/", host=f"127.0.0.1:{server.port}")
     assert status == 200, page[-2000:]
     first = kernel_id(page)
+    asyncio.run(visited(server.port, first))  # a visitor: its page connected (the cap counts those)
     kernels = server.kernels()
     assert len(kernels) == 1
 
@@ -122,6 +123,13 @@ def test_a_visitor_past_max_kernels_gets_the_full_page_and_no_kernel(server: Voi
     status, _, _ = get_once_a_slot_is_free(server)
     assert status == 200
     assert server.log_text().count("Kernel started") == 2
+
+
+async def visited(port: int, kernel: str) -> None:
+    """What a browser's page does: open its kernel's websocket (then close it): from then on the
+    kernel is a visitor's, which the cap counts (a page that never connects gives it back)."""
+    ws = await kernel_ws.connect(port, kernel)
+    await kernel_ws.close(ws)
 
 
 def wait_for_log(server: VoilaServer, text: str, count: int, timeout: float = 90.0) -> None:
@@ -147,16 +155,21 @@ def test_a_preheated_pool_serves_run_pages_and_refills_only_within_the_cap(tmp_p
 
         status, _, page = get(app.port, "/")
         assert status == 200 and "application/vnd.jupyter.widget-view+json" in page, page[-2000:]
+        asyncio.run(visited(app.port, kernel_id(page)))
         assert f"Using pre-heated kernel: {kernel_id(page)}" in app.log_text()
         assert app.kernels().keys() == pooled.keys(), "the visitor must get a pooled kernel, not a new one"
 
         wait_for_log(app, POOL_READY, 3, timeout=REFILL_DELAY_S + 90)  # refilled: 1 visitor + 2 pooled
         assert len(app.wait_for_kernels(3)) == 3
-        assert get(app.port, "/")[0] == 200  # 2 visitors + 1 pooled: no room for a refill
+        status, _, page = get(app.port, "/")
+        assert status == 200  # 2 visitors + 1 pooled: no room for a refill
+        asyncio.run(visited(app.port, kernel_id(page)))
         wait_for_log(app, "pre-heated pool not refilled: 3 kernels running, at most 3", 1)
         time.sleep(REFILL_DELAY_S + 2)
         assert len(app.wait_for_kernels(3)) == 3
-        assert get(app.port, "/")[0] == 200  # the last pooled kernel
+        status, _, page = get(app.port, "/")
+        assert status == 200  # the last pooled kernel
+        asyncio.run(visited(app.port, kernel_id(page)))
         status, _, body = get(app.port, "/")
         assert status == 503 and "The explorer is full (3 visitors)" in body
         assert len(app.wait_for_kernels(3)) == 3
