@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,16 +103,7 @@ def measure_interleaved(
     """
     if warmup < 0 or min_count < 1 or max_count < 1 or min_time < 0:
         raise ValueError("warmup >= 0, min_count >= 1, max_count >= 1 and min_time >= 0 are required")
-    batches: dict[str, int] = {}
-    for name, call in calls.items():
-        for _ in range(warmup):
-            call()
-        start = clock()
-        call()
-        first = clock() - start
-        batches[name] = 1
-        if first < SAMPLE_FLOOR:
-            batches[name] = min(MAX_CALLS_PER_SAMPLE, max(1, math.ceil(SAMPLE_FLOOR / max(first, 1e-9))))
+    batches = _batch_sizes(calls, warmup, clock)
     samples: dict[str, list[float]] = {name: [] for name in calls}
     spent = dict.fromkeys(calls, 0.0)
 
@@ -195,16 +186,7 @@ def measure_paired(
         raise ValueError("warmup >= 0, min_count >= 1, max_count >= 1 and min_time >= 0 are required")
     load_before = _load()
     wall_start, cpu_start = time.perf_counter(), cpu_clock()
-    batches: dict[str, int] = {}
-    for name, call in calls.items():
-        for _ in range(warmup):
-            call()
-        start = clock()
-        call()
-        first = clock() - start
-        batches[name] = 1
-        if first < SAMPLE_FLOOR:
-            batches[name] = min(MAX_CALLS_PER_SAMPLE, max(1, math.ceil(SAMPLE_FLOOR / max(first, 1e-9))))
+    batches = _batch_sizes(calls, warmup, clock)
     names = list(calls)
     samples: dict[str, list[float]] = {name: [] for name in names}
     looks = set(look_rounds(max_count))
@@ -265,3 +247,21 @@ def _load() -> float | None:
         return os.getloadavg()[0]
     except (OSError, AttributeError):
         return None
+
+
+def _batch_sizes(
+    calls: Mapping[str, Callable[[], Any]], warmup: int, clock: Callable[[], float]
+) -> dict[str, int]:
+    """Each call warmed up ``warmup`` times, then timed once: how many calls make one sample (a
+    call under :data:`SAMPLE_FLOOR` is repeated up to :data:`MAX_CALLS_PER_SAMPLE` times)."""
+    batches: dict[str, int] = {}
+    for name, call in calls.items():
+        for _ in range(warmup):
+            call()
+        start = clock()
+        call()
+        first = clock() - start
+        batches[name] = 1
+        if first < SAMPLE_FLOOR:
+            batches[name] = min(MAX_CALLS_PER_SAMPLE, max(1, math.ceil(SAMPLE_FLOOR / max(first, 1e-9))))
+    return batches
