@@ -407,7 +407,9 @@ def all_formats() -> tuple[Format, ...]:
     return tuple(_build(n) for n in _format_names())
 
 
+@cache
 def _by_name() -> dict[str, Format]:
+    """The formats by name, built once (read-only: :func:`resolve` only looks names up)."""
     return {f.name: f for f in all_formats()}
 
 
