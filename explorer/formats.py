@@ -17,9 +17,8 @@ import difflib
 import math
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import ml_dtypes
 import numpy as np
 
 Overflow = Literal["inf", "nan", "saturate"]
@@ -48,13 +47,57 @@ KNOWN_FORMAT_NAMES: tuple[str, ...] = (
 )
 
 
+def _ml_dtypes() -> Any:
+    """The ``ml_dtypes`` module, imported on first use: its extension takes ~0.6 CPU s to load
+    (it registers every cast and ufunc loop with NumPy), which the command line's quick answers
+    (``explain --no-run``, a refused file) do not need (``benchmarks/cli_latency.py``)."""
+    import ml_dtypes
+
+    return ml_dtypes
+
+
+#: the formats an ml_dtypes release older than pyproject's lower bound (0.5.1) may lack, and the
+#: release that added each (``hasattr(ml_dtypes, name)`` from that release on)
+_ADDED_IN: dict[str, tuple[int, int]] = {"float8_e5m3fnu": (0, 7)}
+
+
 def _installed(name: str) -> bool:
-    return name == "tf32" or hasattr(np, name) or hasattr(ml_dtypes, name)
+    """Whether the installed NumPy or ml_dtypes has format ``name``, read from ml_dtypes' installed
+    version (:data:`_ADDED_IN`) so that the format names need no ml_dtypes import; without
+    package metadata, ``hasattr`` on the imported module."""
+    if name == "tf32" or hasattr(np, name):
+        return True
+    if name not in _ADDED_IN:
+        return name in KNOWN_FORMAT_NAMES
+    import importlib.metadata
+
+    try:
+        release = importlib.metadata.version("ml_dtypes")
+    except importlib.metadata.PackageNotFoundError:
+        return hasattr(_ml_dtypes(), name)
+    parts = tuple(int(p) if p.isdigit() else 0 for p in release.split(".")[:2])
+    return parts >= _ADDED_IN[name]
 
 
-#: Canonical names of the formats the installed NumPy and ml_dtypes have, widest first
-#: (:data:`KNOWN_FORMAT_NAMES` less those an older ml_dtypes lacks).
-FORMAT_NAMES: tuple[str, ...] = tuple(n for n in KNOWN_FORMAT_NAMES if _installed(n))
+if TYPE_CHECKING:
+    #: Canonical names of the formats the installed NumPy and ml_dtypes have, widest first
+    #: (:data:`KNOWN_FORMAT_NAMES` less those an older ml_dtypes lacks).  Computed on first use
+    #: (module ``__getattr__``): it needs ml_dtypes imported.
+    FORMAT_NAMES: tuple[str, ...]
+
+
+@cache
+def _format_names() -> tuple[str, ...]:
+    """:data:`FORMAT_NAMES`."""
+    return tuple(n for n in KNOWN_FORMAT_NAMES if _installed(n))
+
+
+def __getattr__(name: str) -> Any:
+    """:data:`FORMAT_NAMES`, computed on first use (it imports ml_dtypes)."""
+    if name == "FORMAT_NAMES":
+        return _format_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _ALIASES: dict[str, str] = {
     "double": "float64",
@@ -304,8 +347,8 @@ def _measure_overflow(dtype: np.dtype, max_value: float) -> Overflow:
 def _build(name: str) -> Format:
     if name == "tf32":
         return _build_tf32()
-    dtype = np.dtype(getattr(np, name) if hasattr(np, name) else getattr(ml_dtypes, name))
-    info: Any = ml_dtypes.finfo(dtype)
+    dtype = np.dtype(getattr(np, name) if hasattr(np, name) else getattr(_ml_dtypes(), name))
+    info: Any = _ml_dtypes().finfo(dtype)
     bits = int(info.bits)
     one_bits = int(np.array(1.0, dtype=dtype).view(_uint_for(dtype.itemsize * 8)))
     bias = (one_bits >> int(info.nmant)) & ((1 << int(info.nexp)) - 1)
@@ -361,10 +404,12 @@ def _build_tf32() -> Format:
 @cache
 def all_formats() -> tuple[Format, ...]:
     """Every known format, widest first."""
-    return tuple(_build(n) for n in FORMAT_NAMES)
+    return tuple(_build(n) for n in _format_names())
 
 
+@cache
 def _by_name() -> dict[str, Format]:
+    """The formats by name, built once (read-only: :func:`resolve` only looks names up)."""
     return {f.name: f for f in all_formats()}
 
 
@@ -380,6 +425,23 @@ def _framework_dtype_name(obj: Any) -> str | None:
     if module.startswith("torch") and type(obj).__name__ == "dtype":
         return str(obj).removeprefix("torch.")
     return None
+
+
+def format_name(spec: str) -> str:
+    """The canonical name of the format a name or alias stands for: ``resolve(spec).name``,
+    without building the formats (nor importing ml_dtypes) when ``spec`` is a known name or
+    alias; anything else goes through :func:`resolve` (and its errors).
+
+    >>> format_name("fp8_e4m3"), format_name("Half")
+    ('float8_e4m3fn', 'float16')
+    """
+    if isinstance(spec, str) and len(spec) <= MAX_NAME_LENGTH:
+        key = spec.strip().lower().replace("-", "_").replace(" ", "_")
+        key = {"float8_e4m3_ieee": "float8_e4m3"}.get(key, key)
+        key = _ALIASES.get(key, _ALIASES.get(key.replace("_", ""), key))
+        if key in _format_names():
+            return key
+    return resolve(spec).name
 
 
 def resolve(spec: Any) -> Format:
@@ -428,7 +490,7 @@ def resolve(spec: Any) -> Format:
         return formats[key]
     if key in KNOWN_FORMAT_NAMES:
         raise ValueError(
-            f"format {key!r} needs a newer ml_dtypes than the installed {ml_dtypes.__version__} "
+            f"format {key!r} needs a newer ml_dtypes than the installed {_ml_dtypes().__version__} "
             f"(float8_e5m3fnu: 0.7 or later); valid names here: {', '.join(formats)}"
         )
     candidates = list(formats) + list(_ALIASES)

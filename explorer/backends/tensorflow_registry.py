@@ -317,9 +317,9 @@ class Registry:
 
     def check_dtype(self, dtype: str) -> str:
         """A format name TensorFlow knows (aliases resolved), or ValueError listing them."""
-        from explorer.formats import resolve
+        from explorer.formats import format_name
 
-        name = resolve(dtype).name
+        name = format_name(dtype)
         if name not in self.float_dtypes:
             raise ValueError(f"TensorFlow has no {name} dtype; valid: {', '.join(self.float_dtypes)}")
         return name

@@ -197,13 +197,15 @@ def compare_blocks(
 
     A ``.npy`` file is read piece by piece (:data:`PIECE_ELEMENTS` elements at a time, whole
     blocks), never whole: the memory used is bounded by a piece, whatever the tensor's size."""
-    names = [block_format(f).name for f in formats]
-    elements = [resolve(e).name for e in per_tensor]
     source: np.ndarray | NpyHeader
     if isinstance(tensor, str) and tensor not in SYNTHETIC_TENSORS and tensor.endswith(".npy"):
-        source = read_header(tensor)
+        source = read_header(tensor)  # first: a hostile header is refused before ml_dtypes is loaded
         label, shape = tensor, source.shape
+        names = [block_format(f).name for f in formats]
+        elements = [resolve(e).name for e in per_tensor]
     else:
+        names = [block_format(f).name for f in formats]
+        elements = [resolve(e).name for e in per_tensor]
         label, source = tensor_from(tensor, seed)
         shape = tuple(source.shape)
     size = int(np.prod(shape, dtype=np.int64)) if shape else 1

@@ -204,12 +204,12 @@ def plain_code(framework: str, op_name: str, dtype: str, device: str | None = No
     >>> "torch.log_softmax(x.to(torch.float32), -1)" in code and why
     ''
     """
-    from explorer.formats import resolve
+    from explorer.formats import format_name
     from explorer.ops import get_op
     from explorer.runtime import workarounds
 
     op = get_op(op_name)
-    name = resolve(dtype).name
+    name = format_name(dtype)
     wide = "float64" if name == "float32" else "float32"
     try:
         if framework == "torch":

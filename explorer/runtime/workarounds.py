@@ -24,7 +24,7 @@ import functools
 import re
 
 from explorer.backends.tensorflow_backend import TensorflowBackend
-from explorer.formats import resolve
+from explorer.formats import format_name
 from explorer.ops import Op, get_op
 from explorer.runtime.workaround_source import Call, call_source, input_lines
 
@@ -39,7 +39,7 @@ def _check(op: str, dtype: str, mode: str = "eager") -> tuple[Op, str]:
     the_op = get_op(op)
     if mode not in TensorflowBackend.modes:  # the code written here is TensorFlow's
         raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(TensorflowBackend.modes)}")
-    return the_op, resolve(dtype).name
+    return the_op, format_name(dtype)
 
 
 def _program(
@@ -98,7 +98,7 @@ def tensorflow_code(
     <BLANKLINE>
     """
     the_op, dtype = _check(op, dtype, mode)
-    wide = resolve(compute).name if compute is not None else None
+    wide = format_name(compute) if compute is not None else None
     call = call_source(the_op, "tf", dtype, wide)
     comment = _wide_comment(the_op, dtype, wide)
     place = f'with tf.device("/{device}:0"):'
@@ -133,7 +133,7 @@ def torch_code(op: str, dtype: str, device: str = "cpu", compute: str | None = N
         result = (torch.exp(x.to(torch.float32))).to(torch.float16)
     """
     the_op, dtype = _check(op, dtype)
-    wide = resolve(compute).name if compute is not None else None
+    wide = format_name(compute) if compute is not None else None
     call = call_source(the_op, "torch", dtype, wide)
     body = [f'with torch.device("{device.lower()}"):']
     body += [f"    {line}" for line in call.lines] + [f"    result = {call.expr}"]
@@ -155,7 +155,7 @@ def jax_code(op: str, dtype: str, compute: str | None = "float32") -> str:
 def _array_code(framework: str, op: str, dtype: str, compute: str | None) -> str:
     """NumPy-style code (``numpy`` or ``jax``): the inputs, then ``result = <the call>``."""
     the_op, dtype = _check(op, dtype)
-    wide = resolve(compute).name if compute is not None else None
+    wide = format_name(compute) if compute is not None else None
     call = call_source(the_op, framework, dtype, wide)
     body = [*call.lines, f"result = {call.expr}"]
     word = "round" if framework == "numpy" else "convert"

@@ -84,9 +84,9 @@ def format_name(name: str | None, framework: str = "") -> str | None:
     """
     if not name:
         return None
-    from explorer.formats import all_formats
+    from explorer.formats import FORMAT_NAMES
 
-    formats = {f.name for f in all_formats()}
+    formats = set(FORMAT_NAMES)  # the names only: no ml_dtypes import (explain --no-run's start-up)
     key = name.strip().lower().removeprefix("torch.").removesuffix("tensor")
     for table in (_XLA_FORMATS, _TORCH_FORMATS):
         if key in table:
