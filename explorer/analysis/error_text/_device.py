@@ -40,6 +40,10 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         re.compile(r"/device:GPU:\d|/gpu:\d|\bXLA_GPU_JIT\b|\"\w{0,80}?_(?:cuda|CUDA)(?:_\w{0,80})?\""),
     ),
     ("cpu", 3, re.compile(r"\"\w{0,80}?_(?:cpu|CPU)(?:_\w{0,80})?\"")),
+    # PyTorch's legacy type names: CUDAHalfType, CPUFloatType, XPUBFloat16Type
+    ("cuda", 3, re.compile(r"\bCUDA(?=(?:[A-Z][a-z]\w{0,20}|BFloat16)Type\b)")),
+    ("cpu", 3, re.compile(r"\bCPU(?=(?:[A-Z][a-z]\w{0,20}|BFloat16)Type\b)")),
+    ("xpu", 3, re.compile(r"\bXPU(?=(?:[A-Z][a-z]\w{0,20}|BFloat16)Type\b)")),
     ("xpu", 3, re.compile(r"\"\w{0,80}?_(?:xpu|XPU)(?:_\w{0,80})?\"|_xpu(?=_?(?!\w))")),
     ("cuda", 1, re.compile(r"\bGPU\b|\bgpu\b|\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b")),
     (
@@ -91,7 +95,9 @@ _REQUIRED = re.compile(
     re.IGNORECASE,
 )
 _CC_TEXT = re.compile(
-    r"(?:compute[ _]capability|cuda capability|capability|\bCC\b|\bSM\b)\s*(?:of\s*|is\s*|=\s*|:\s*|>=?\s*|"
+    # CC/SM as words, not a file's extension (engine.cc:80 is a C++ file and its line)
+    r"(?:compute[ _]capability|cuda capability|capability|(?<![./\w])CC\b|(?<![./\w])SM\b)"
+    r"\s*(?:of\s*|is\s*|=\s*|:\s*|>=?\s*|"
     r"≥\s*|\(?)(?:(?P<major>\d{1,2})\.(?P<minor>\d)|\((?P<tmaj>\d{1,2}),\s?(?P<tmin>\d)\)|(?P<sm>\d{2,3})(?!\d)(?!\.\d))",
     re.IGNORECASE,
 )

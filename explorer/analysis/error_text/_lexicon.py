@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from explorer.analysis.error_text._vocab_table import REGISTRY_DTYPES
+
 #: a dtype word (lower case, prefixes removed) -> explorer name; unambiguous in any place
 _WORDS: dict[str, str] = {
     # numpy / explorer / TensorFlow / JAX / PyTorch attribute names
@@ -195,7 +197,7 @@ def _in_dtype_place(text: str, start: int, end: int, prefix: str) -> bool:
     ):
         return word[:1].isupper() or "dtype" in before or "type" in before
     if word[:1].isupper() and word.lower() in ("half", "bfloat16", "float", "double", "long", "char", "byte"):
-        return bool(re.search(r"[\s,(\[]$", before)) and bool(re.match(r"[\s,)\]:.]|$", after))
+        return bool(re.search(r"[\s,(\[]$", before)) and bool(re.match(r"[\s,)\]:.`'\"]|$", after))
     return False
 
 
@@ -211,7 +213,57 @@ def _name_of(word: str, prefix: str) -> str | None:
         )
         key = key.replace("float8e", "float8_e").replace("float4e", "float4_e")
         key = {"float8_e4m3fn": "float8_e4m3fn", "fp4": "float4_e2m1fn"}.get(key, key)
-    return _WORDS.get(key)
+    return _WORDS.get(key) or _REGISTRY_WORDS.get(key) or _REGISTRY_WORDS.get(word.lower())
+
+
+#: the dtype names of the corpus schema (what a mention may be read as)
+_SCHEMA_NAMES = frozenset(_WORDS.values()) | {"bool"}
+
+
+def _registry_words() -> tuple[dict[str, str], dict[str, str]]:
+    """The frameworks' own spellings (:data:`REGISTRY_DTYPES`) of the schema's dtypes, lower case:
+    (unambiguous words: a floating or complex type whose spelling has a digit, ``FLOAT8E8M0``,
+    ``F8E4M3FN``; words read only in a dtype's place: those without one, ``Double``, ``single``).
+    Integer spellings (``S8``, ``U8``, ``i1``) stay out: they are also ordinary tokens."""
+    words: dict[str, str] = {}
+    places: dict[str, str] = {}
+    for spelling, (name, _source) in REGISTRY_DTYPES.items():
+        name = _REGISTRY_ALIASES.get(name, name)
+        key = spelling.lower()
+        if name not in _SCHEMA_NAMES or not re.fullmatch(r"[a-z][a-z0-9_]*", key):
+            continue
+        if not name.startswith(("float", "bfloat", "complex")):
+            continue
+        if any(ch.isdigit() for ch in key):
+            words.setdefault(key, name)
+        elif key.endswith("tensor"):
+            words.setdefault(key, name)  # HalfTensor, FloatTensor: PyTorch's legacy tensor types
+        elif key not in _ENGLISH:
+            places.setdefault(key, name)
+    return words, places
+
+
+#: registry spellings that are ordinary words too often even in a dtype's place ("a single tensor")
+_ENGLISH = frozenset(["single"])
+#: registry names that the schema spells differently (PyTorch's packed float4 dtype)
+_REGISTRY_ALIASES = {"float4_e2m1fn_x2": "float4_e2m1fn"}
+_REGISTRY_WORDS, _REGISTRY_PLACE_WORDS = _registry_words()
+
+
+#: PyTorch's backend prefixes of a legacy type name (``CUDAHalfType``, ``CPUFloatType``)
+_BACKEND_TYPE = re.compile(r"(?:CPU|CUDA|HIP|XPU|MPS|XLA|SparseCUDA|SparseCPU|QuantizedCPU)(?P<s>\w+)Type")
+
+
+def _backend_type(word: str) -> str | None:
+    """The dtype of PyTorch's legacy type name ``{Backend}{ScalarType}Type`` (``CUDAHalfType``)."""
+    match = _BACKEND_TYPE.fullmatch(word)
+    if match is None:
+        return None
+    scalar = match.group("s")
+    if scalar not in REGISTRY_DTYPES or REGISTRY_DTYPES[scalar][1] != "torch ScalarType name":
+        return None
+    name = _REGISTRY_ALIASES.get(REGISTRY_DTYPES[scalar][0], REGISTRY_DTYPES[scalar][0])
+    return name if name in _SCHEMA_NAMES else None
 
 
 def dtype_mentions(text: str) -> list[DtypeMention]:
@@ -233,9 +285,9 @@ def dtype_mentions(text: str) -> list[DtypeMention]:
             if name is None:
                 continue
             start += 1
-        name = name or _name_of(word, prefix)
+        name = name or _name_of(word, prefix) or _backend_type(word)
         if name is None:
-            place = _PLACE_WORDS.get(word.lower())
+            place = _PLACE_WORDS.get(word.lower()) or _REGISTRY_PLACE_WORDS.get(word.lower())
             if place is not None and _in_dtype_place(text, start, match.end(), prefix):
                 name = place
             elif place is not None:

@@ -1,0 +1,88 @@
+"""The reader's dtype vocabulary against the frameworks' own registries read here, live (not the
+committed table): every PyTorch dtype attribute, str, legacy tensor type and ``{Backend}{Scalar}Type``
+name, every ml_dtypes type, and ONNX's TensorProto names; plus device words that only look like one.
+"""
+
+from __future__ import annotations
+
+from explorer.analysis.error_text._device import read_device
+from explorer.analysis.error_text._lexicon import dtype_mentions
+from tests.support.require import require_module
+
+#: the corpus schema's dtype names (tests/data/error_corpus/README.md)
+SCHEMA = {
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+    "float4_e2m1fn",
+    "float8_e8m0fnu",
+    "complex64",
+    "complex128",
+}
+
+
+def _names(text: str) -> list[str]:
+    return [m.name for m in dtype_mentions(text)]
+
+
+def test_every_torch_float_dtype_spelling_is_read_as_torch_names_it() -> None:
+    require_module("torch")
+    import torch
+
+    checked = 0
+    for attr in dir(torch):
+        dtype = getattr(torch, attr)
+        if not isinstance(dtype, torch.dtype):
+            continue
+        name = str(dtype).removeprefix("torch.").removesuffix("_x2")
+        if name not in SCHEMA:
+            continue
+        legacy = torch.empty(0, dtype=dtype).type().rsplit(".", 1)[-1]  # torch.HalfTensor
+        scalar = legacy.removesuffix("Tensor")  # Half, Float8_e4m3fn
+        for text in (
+            f"expected dtype torch.{attr} here",
+            f"got {legacy} instead",
+            f"Input type (CUDA{scalar}Type) should be the same",
+            f"not implemented for '{scalar}'",
+        ):
+            assert _names(text) == [name], (text, _names(text))
+            checked += 1
+    assert checked >= 4 * 10
+
+
+def test_every_ml_dtypes_and_onnx_float_name_is_read() -> None:
+    require_module("ml_dtypes")
+    require_module("onnx")
+    import ml_dtypes
+    import numpy as np
+    import onnx
+    import onnx.helper as helper
+
+    for attr in dir(ml_dtypes):
+        if not isinstance(getattr(ml_dtypes, attr), type):
+            continue
+        try:
+            name = np.dtype(getattr(ml_dtypes, attr)).name
+        except (TypeError, ValueError):  # finfo, iinfo, functions
+            continue
+        if name in SCHEMA:
+            assert _names(f"dtype {attr} is not supported") == [name], attr
+    for key, value in onnx.TensorProto.DataType.items():
+        if key in ("UNDEFINED", "STRING"):
+            continue
+        name = helper.tensor_dtype_to_np_dtype(value).name
+        if name in SCHEMA:
+            assert _names(f"TensorProto.{key} input") == [name], key
+
+
+def test_a_source_file_named_cc_is_not_a_compute_capability() -> None:
+    """``engine.cc:80`` is a C++ file and line; ``CC 8.0`` and ``compute capability 8.6`` are capabilities."""
+    text = "GPU: 1080Ti\nI0623 engine.cc:80] You specify FP16 mode, but the hardware do not support FP16"
+    device = read_device(text)
+    assert (device.type, device.compute_capability) == ("cuda", "6.1")  # GTX 1080 Ti is Pascal, 6.1
+    assert read_device("an A10 GPU with CC 8.0").compute_capability == "8.0"
