@@ -108,7 +108,7 @@ _TUPLE = re.compile(
 _MACOS = re.compile(r"\b(?:macOS|MacOS|macos|OS X|Mac OS)[\s-]*(?:version\s*)?(?P<v>\d{2}(?:\.\d{1,2}){0,2})")
 _ISA = re.compile(
     r"\b(?P<isa>avx512_?(?:bf16|fp16|vnni|core|f)|avx2_vnni(?:_2)?|avx_vnni(?:_int8)?|avx512\w{0,10}|amx_?(?:bf16|fp16|int8|tile)"
-    r"|\bAMX\b|AVX2|avx2|AVX-512(?:_BF16|_FP16)?|sse4_2|neon|sve2?|AVX512_BF16|AVX512_FP16|AVX512_VNNI)",
+    r"|\bAMX\b|AVX2|avx2|AVX-512(?:_BF16|_FP16)?|sse4_2|neon|sve2?|AVX512\w{0,10}|AVX_VNNI\w{0,5}|AVX2_VNNI\w{0,2}|AMX_(?:BF16|FP16|INT8|TILE))",
 )
 
 

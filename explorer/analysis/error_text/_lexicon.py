@@ -188,6 +188,10 @@ def _in_dtype_place(text: str, start: int, end: int, prefix: str) -> bool:
         return not before.endswith("(") or after[:1] == ")"
     if re.match(r"\s?(?:!=|==)", after) or re.search(r"(?:!=|==)\s?$", before):
         return True
+    if re.search(r"was passed $|with expected $", before):
+        return (
+            True  # TensorFlow's "Input 0 of node X was passed half from y:0 incompatible with expected float"
+        )
     if re.match(r"\s(?:tensor|Tensor|dtype|type|precision|scalar|inputs?\b|weights?\b|gradients?\b)", after):
         return True
     if re.search(r"\b(?:dtype|stype|type)=$", before):

@@ -96,6 +96,15 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
         "torch",
     ),
     (re.compile(r"\bvLLM\b|\bvllm\b"), "vllm", "torch"),
+    # PyTorch's own vocabulary: Intel's extension, TorchDynamo/Inductor settings and kernel names
+    (
+        re.compile(
+            r"intel_extension_for_pytorch|\bipex\b|\bTORCHDYNAMO_\w+|\bTORCHINDUCTOR_\w+"
+            r"|\btriton_(?:poi|red|per|tem)_fused\w*"
+        ),
+        "torch",
+        "torch",
+    ),
     (
         re.compile(r"torchao|\bMXTensor\b|\bNVFP4Tensor\b|\bFloat8Tensor\b|\bFloat8Linear\b"),
         "torchao",

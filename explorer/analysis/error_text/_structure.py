@@ -467,6 +467,11 @@ def _shifted(reading: ErrorReading, base: int) -> ErrorReading:
     )
 
 
+#: formats the reading leaves out, as the corpus schema does (tests/data/error_corpus/README.md):
+#: XLA's IEEE-style F8E4M3 and F8E3M4 and Graphcore's E4M3B11FNUZ, which it has no name for
+OUTSIDE_SCHEMA = frozenset(["float8_e4m3", "float8_e3m4", "float8_e4m3b11fnuz"])
+
+
 def read_error_text(text: str, hint: ParsedError | None = None) -> ErrorReading:
     """Read ``text`` (already cleaned) by structure.  ``hint`` is what a message pattern of
     :data:`~explorer.analysis.error_text.PATTERNS` read, when one matched: its op and kind rank
@@ -493,11 +498,11 @@ def read_error_text(text: str, hint: ParsedError | None = None) -> ErrorReading:
     dtypes: list[DtypeRole] = []
     seen: set[str] = set()
     for mention, role in zip(mentions, roles, strict=True):
-        if mention.name in seen:
+        if mention.name in seen or mention.name in OUTSIDE_SCHEMA:
             continue
         seen.add(mention.name)
         dtypes.append(DtypeRole(mention.name, mention.text, role, mention.start, mention.end))
-    if hint is not None and hint.dtype and hint.dtype not in seen and hint.dtype_text:
+    if hint is not None and hint.dtype and hint.dtype not in seen | OUTSIDE_SCHEMA and hint.dtype_text:
         at = text.lower().rfind(hint.dtype_text.lower())  # -1: read from an enum number, not a spelling
         if at >= 0:
             said = text[at : at + len(hint.dtype_text)]
