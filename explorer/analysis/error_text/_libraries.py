@@ -100,7 +100,7 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
     (
         re.compile(
             r"intel_extension_for_pytorch|\bipex\b|\bTORCHDYNAMO_\w+|\bTORCHINDUCTOR_\w+"
-            r"|\btriton_(?:poi|red|per|tem)_fused\w*"
+            r"|\btriton_(?:poi|red|per|tem)_fused\w*|\bBackendCompilerFailed\b|\b(?:torch)?inductor\b|\bTorchDynamo\b"
         ),
         "torch",
         "torch",

@@ -429,14 +429,14 @@ def _last_message(text: str) -> str:
     return "\n".join(lines[-4:])
 
 
-_TORCH_WORDS = re.compile(r"\bRuntimeError\b|\bunscale|\bAMP\b|\bDNNL\b|\bautocast\b|\bCUDA out of memory")
+_TORCH_WORDS = re.compile(r"\bunscale|\bAMP\b|\bDNNL\b|\bautocast\b|\bCUDA out of memory")
 
 
 def _framework_fallback(
     text: str, mentions: list[Any], device: DeviceReading
 ) -> tuple[str | None, Span | None]:
     """The framework when no path, module or library word names one: the style of its dtype
-    spellings (``c10::Half``, ``'BFloat16'`` are PyTorch's), PyTorch's own words (``RuntimeError``,
+    spellings (``c10::Half``, ``'BFloat16'`` are PyTorch's), PyTorch's own words (``autocast``,
     ``unscale``), or the device (Apple's MPS backend is PyTorch's)."""
     for mention in mentions:
         framework = spelling_framework(mention)
