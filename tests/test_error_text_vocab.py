@@ -86,3 +86,16 @@ def test_a_source_file_named_cc_is_not_a_compute_capability() -> None:
     device = read_device(text)
     assert (device.type, device.compute_capability) == ("cuda", "6.1")  # GTX 1080 Ti is Pascal, 6.1
     assert read_device("an A10 GPU with CC 8.0").compute_capability == "8.0"
+
+
+def test_a_bare_geforce_number_is_a_gpu_only_where_a_gpu_is_named() -> None:
+    """``on my 3090`` and ``2080Ti`` are the RTX boards (their rows of the table, read by their full
+    names); ``line 3090`` and ``port 4090`` are numbers."""
+    from explorer.analysis.gpu_models import model_by_name
+
+    for text, board in (("on my 3090", "RTX 3090"), ("GPU: 4090", "RTX 4090"), ("a 2080Ti", "RTX 2080 Ti")):
+        row = model_by_name(board)
+        assert row is not None
+        assert read_device(text).compute_capability == row.compute_capability, text
+    for text in ('File "x.py", line 3090, in f', "port 4090 refused", "in 2050 we"):
+        assert read_device(text).type is None, text
