@@ -247,6 +247,11 @@ _KIND_WORDS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
             r"have a kernel",
             r"kernels? (?:registered|for)",
             r"Could not find any implementation",
+            r"(?:Failed|Unable) to find (?:a |any )?kernel",
+            r"No loop matching the specified signature",  # NumPy's ufunc without a loop for the dtype
+            r"UnsupportedDType",
+            r"(?:doesn't|does not) support tensors? of type",
+            r"not currently implemented for",
         ),
     ),
 )
