@@ -99,3 +99,27 @@ def test_a_bare_geforce_number_is_a_gpu_only_where_a_gpu_is_named() -> None:
         assert read_device(text).compute_capability == row.compute_capability, text
     for text in ('File "x.py", line 3090, in f', "port 4090 refused", "in 2050 we"):
         assert read_device(text).type is None, text
+
+
+def test_vendor_cpp_type_names_are_read_and_dunders_are_not() -> None:
+    """The C++ spellings of CUDA (cuda_fp16.h ``__half``, cuda_fp8.h ``__nv_fp8_e4m3``,
+    library_types.h ``CUDA_R_16BF``), CUTLASS (``cutlass::half_t``, ``float_e4m3_t``), c10's
+    ScalarType constants (``at::kBFloat16``) and Triton's ``tl.float8e4nv`` (its E4M3 with NaN only,
+    e4m3fn); Python's ``__float__`` / ``__int__`` are methods, not dtypes."""
+    cases = {
+        "__half": "float16",
+        "__nv_fp8_e4m3": "float8_e4m3fn",
+        "__nv_fp8_e5m2": "float8_e5m2",
+        "CUDA_R_16BF": "bfloat16",
+        "CUDA_R_8F_E4M3": "float8_e4m3fn",
+        "cutlass::half_t": "float16",
+        "cutlass::float_e5m2_t": "float8_e5m2",
+        "at::kBFloat16": "bfloat16",
+        "at::ScalarType::Half": "float16",
+        "tl.float8e4nv": "float8_e4m3fn",
+        "tl.float8e5": "float8_e5m2",
+    }
+    for text, name in cases.items():
+        assert _names(f"unsupported type {text} here") == [name], text
+    for text in ("x.__float__()", "int.__int__", "__bool__"):
+        assert _names(text) == [], text

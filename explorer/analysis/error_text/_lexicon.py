@@ -106,6 +106,52 @@ _WORDS: dict[str, str] = {
     # quantized integer dtypes
     "qint8": "int8",
     "quint8": "uint8",
+    # Triton's tl.* dtype names (triton/language/core.py)
+    "float8e4nv": "float8_e4m3fn",
+    "float8e5": "float8_e5m2",
+    "float8e4b8": "float8_e4m3fnuz",
+    "float8e5b16": "float8_e5m2fnuz",
+    # CUDA C++ types: cuda_fp16.h / cuda_bf16.h / cuda_fp8.h (__half, __nv_fp8_e4m3, vector types)
+    "half2": "float16",
+    "bfloat162": "bfloat16",
+    "nv_bfloat162": "bfloat16",
+    "nv_fp8_e4m3": "float8_e4m3fn",
+    "nv_fp8_e5m2": "float8_e5m2",
+    "nv_fp4_e2m1": "float4_e2m1fn",
+    # CUTLASS numeric types (cutlass/numeric_types.h)
+    "half_t": "float16",
+    "bfloat16_t": "bfloat16",
+    "float_e4m3_t": "float8_e4m3fn",
+    "float_e5m2_t": "float8_e5m2",
+    "float_e2m1_t": "float4_e2m1fn",
+    "float_ue8m0_t": "float8_e8m0fnu",
+    # cudaDataType_t (CUDA's library_types.h) and hipDataType, as cuBLAS/hipBLASLt errors print them
+    **{
+        f"{api}_{name}": dtype
+        for api in ("cuda", "hip")
+        for name, dtype in (
+            ("r_16f", "float16"),
+            ("r_16bf", "bfloat16"),
+            ("r_32f", "float32"),
+            ("r_64f", "float64"),
+            ("c_32f", "complex64"),
+            ("c_64f", "complex128"),
+            ("r_8f_e4m3", "float8_e4m3fn"),
+            ("r_8f_e5m2", "float8_e5m2"),
+            ("r_8f_e4m3_fnuz", "float8_e4m3fnuz"),
+            ("r_8f_e5m2_fnuz", "float8_e5m2fnuz"),
+            ("r_4f_e2m1", "float4_e2m1fn"),
+            ("r_8f_ue8m0", "float8_e8m0fnu"),
+            ("r_8i", "int8"),
+            ("r_8u", "uint8"),
+            ("r_32i", "int32"),
+        )
+    },
+    # rocBLAS types
+    "rocblas_half": "float16",
+    "rocblas_bfloat16": "bfloat16",
+    "rocblas_float": "float32",
+    "rocblas_double": "float64",
 }
 #: spellings that stand for a dtype only in a dtype's place (ordinary words otherwise), and the
 #: PyTorch ScalarType names of integer dtypes (``'Long'``, ``'Char'``, ``'Byte'``)
@@ -143,7 +189,7 @@ def spelling_framework(mention: DtypeMention) -> str | None:
 
 # one token: an optional framework prefix, then a word of letters, digits and underscores
 _TOKEN = re.compile(
-    r"(?P<prefix>(?:struct\s+)?c10::|at::|torch\.(?:cuda\.)?|tf\.|jnp\.|np\.|numpy\.|tl\.|ml_dtypes\.|"
+    r"(?P<prefix>(?:struct\s+)?c10::|at::|__(?:nv_)?(?![A-Za-z0-9]*__)|torch\.(?:cuda\.)?|tf\.|jnp\.|np\.|numpy\.|tl\.|ml_dtypes\.|"
     r"DataType\.|trt\.|nvinfer1::DataType::|DT_|dtypes\.|keras\.|TensorProto\.)?"
     r"(?P<word>[A-Za-z][A-Za-z0-9_]{0,30})"
 )
@@ -188,6 +234,8 @@ def _in_dtype_place(text: str, start: int, end: int, prefix: str) -> bool:
         return not before.endswith("(") or after[:1] == ")"
     if re.match(r"\s?(?:!=|==)", after) or re.search(r"(?:!=|==)\s?$", before):
         return True
+    if re.search(r"ScalarType(?:::|\.)$", before):
+        return True  # at::ScalarType::Half, ScalarType.Half
     if re.search(r"was passed $|with expected $", before):
         return (
             True  # TensorFlow's "Input 0 of node X was passed half from y:0 incompatible with expected float"
@@ -206,6 +254,11 @@ def _in_dtype_place(text: str, start: int, end: int, prefix: str) -> bool:
 
 
 def _name_of(word: str, prefix: str) -> str | None:
+    if prefix in ("at::", "c10::") and word[:1] == "k" and word[1:2].isupper():
+        entry = REGISTRY_DTYPES.get(word[1:])  # at::kBFloat16: c10's ScalarType constant
+        if entry is not None and entry[1] == "torch ScalarType name":
+            name = _REGISTRY_ALIASES.get(entry[0], entry[0])
+            return name if name in _SCHEMA_NAMES else None
     key = word.lower()
     if key.startswith("mixed_"):  # a Keras policy: mixed_float16 computes in float16
         key = key.removeprefix("mixed_")
