@@ -123,3 +123,34 @@ def test_vendor_cpp_type_names_are_read_and_dunders_are_not() -> None:
         assert _names(f"unsupported type {text} here") == [name], text
     for text in ("x.__float__()", "int.__int__", "__bool__"):
         assert _names(text) == [], text
+
+
+def test_dispatcher_ops_of_any_namespace_are_read_from_torch_itself() -> None:
+    """Ops PyTorch's dispatcher registers here (read live), outside ``aten``, in the message
+    PyTorch's XPU fallback prints; a log line's module path (``crate::module: ...``) is no op."""
+    require_module("torch")
+    import torch
+
+    from explorer.analysis.error_text._op_reading import read_op
+
+    names = sorted(
+        {n.split(".")[0] for n in torch._C._dispatch_get_all_op_names() if not n.startswith("aten::")}
+    )
+    picked = [n for n in names if n.startswith(("quantized::", "prims::", "mkldnn::"))][:12]
+    assert len(picked) >= 6
+    for qualified in picked:
+        text = f"NotImplementedError: The operator '{qualified}' is not currently implemented for the XPU"
+        assert read_op(text, "torch").raw == qualified.split("::")[1], qualified
+    assert read_op("INFO mistralrs_core::paged_attention: block size 32", None).raw is None
+
+
+def test_module_names_no_registry_has_are_not_ops() -> None:
+    """``jnp.arrays`` in prose is no jax.numpy function (checked live), so no op; ``jnp.einsum`` is."""
+    require_module("jax")
+    import jax.numpy as jnp
+
+    from explorer.analysis.error_text._op_reading import read_op
+
+    assert not hasattr(jnp, "arrays") and hasattr(jnp, "einsum")
+    assert read_op("I get a TypeError when using bf16 typed jnp.arrays in jax2tf.", "jax").raw is None
+    assert read_op("TypeError: jnp.einsum got bfloat16 operands", "jax").name == "einsum"

@@ -19,7 +19,12 @@ from typing import Any
 
 from explorer.analysis.error_text._lexicon import dtype_mentions
 from explorer.analysis.error_text._libraries import FRAME
-from explorer.analysis.error_text._op_names import catalog_ops_for_raw_op, op_for_function, torch_kernel_ops
+from explorer.analysis.error_text._op_names import (
+    TORCH_KERNEL_STEMS,
+    catalog_ops_for_raw_op,
+    op_for_function,
+    torch_kernel_ops,
+)
 
 
 @dataclass(frozen=True)
@@ -241,6 +246,9 @@ _MESSAGE_OPS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # TensorFlow's "Input 0 of node import/Pad was passed half": a node named after its op type
     ("registry", re.compile(r"\bof node (?:[\w.-]{0,300}/)?(?P<op>[A-Z][A-Za-z0-9]{1,40})(?:_\d+)*\b")),
+    # a framework function that says what it requires ("dot_general requires operands of the same
+    # dtype"), when a registry has the name
+    ("function", re.compile(r"(?<![\w.])(?P<op>[a-z][a-z0-9_]{2,40}) (?:requires|expects|only supports)\b")),
     # an FFT library refusing a type is the FFT refusing it
     ("message", re.compile(r"\b(?P<op>cuFFT|cufft|rocFFT|hipFFT|pocketfft|MKL FFT)\b")),
     (
@@ -310,6 +318,10 @@ _ALIASES = {
     "to": "cast",
     "logistic": "sigmoid",  # XLA's and ONNX's name of the sigmoid
     "astype": "cast",  # NumPy's and JAX's method
+    "convert_element_type": "cast",  # jax.lax's cast
+    "convert": "cast",  # XLA's, StableHLO's and MHLO's cast
+    "dot_general": "matmul",  # XLA's and jax.lax's contraction
+    "dot": "matmul",  # Triton's tl.dot / tt.dot, StableHLO's dot
     "cuFFT": "fft",
     "cufft": "fft",
     "rocFFT": "fft",
@@ -371,7 +383,8 @@ def _normalise(raw: str, framework: str | None, where: str) -> str | None:
     name = raw.removesuffix("_").split(".")[0]
     if framework in ("jax", "numpy", "tensorflow", "keras"):
         return op_for_function(name, "numpy") or op_for_function(name, "torch")
-    return op_for_function(name, "torch") or op_for_function(name, "numpy")
+    # torch.bmm, torch.addmm: BLAS-named functions whose kernels carry the same stems
+    return op_for_function(name, "torch") or op_for_function(name, "numpy") or TORCH_KERNEL_STEMS.get(name)
 
 
 def tf_raw_op_catalog(raw: str) -> str | None:
@@ -488,6 +501,10 @@ def read_op(
                 a, b = start + match.start(group), start + match.end(group)
                 if where == "message" and _unknown_to_registry(match.group(0), raw):
                     continue
+                if where == "function":
+                    if raw in _all_registry_names():
+                        return OpReading(raw, _normalise(raw, framework, "message"), "message", a, b)
+                    continue
                 if where == "registry":
                     if raw in registry_names("onnx", "tf.raw_ops"):
                         return OpReading(raw, _normalise(raw, framework, where), "message", a, b)
@@ -525,6 +542,15 @@ def read_op(
             a = offset + match.start("op" if match.group("op") else "method")
             return OpReading(raw, catalog_op, "code line", a, a + len(raw))
     return _user_code_op(text, framework) or prose or quoted or OpReading()
+
+
+@functools.cache
+def _all_registry_names() -> frozenset[str]:
+    """Every function name of the Python-level registries (torch, jax), without dispatcher namespaces."""
+    from explorer.analysis.error_text._op_table import REGISTRY_OPS
+
+    modules = [m for m in REGISTRY_OPS if m.startswith(("torch", "jax")) and m != "torch.Tensor"]
+    return frozenset(n.split("::")[-1] for n in registry_names(*modules))
 
 
 @functools.cache
