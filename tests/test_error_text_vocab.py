@@ -154,3 +154,17 @@ def test_module_names_no_registry_has_are_not_ops() -> None:
     assert not hasattr(jnp, "arrays") and hasattr(jnp, "einsum")
     assert read_op("I get a TypeError when using bf16 typed jnp.arrays in jax2tf.", "jax").raw is None
     assert read_op("TypeError: jnp.einsum got bfloat16 operands", "jax").name == "einsum"
+
+
+def test_intel_arc_boards_are_xpu_and_nvidia_a_boards_stay_cuda() -> None:
+    """Intel's Arc A-series (A310-A770) and B-series (B570, B580) are XPU devices; NVIDIA's A100,
+    A40, A6000 keep their rows of NVIDIA's table."""
+    from explorer.analysis.gpu_models import model_by_name
+
+    for text in ("Intel Arc A770", "on my A750", "B580 driver 101"):
+        assert read_device(text).type == "xpu", text
+    for board in ("A100", "A40", "RTX A6000"):
+        row = model_by_name(board)
+        assert row is not None
+        device = read_device(f"running on an {board}")
+        assert (device.type, device.compute_capability) == ("cuda", row.compute_capability), board

@@ -83,6 +83,8 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         3,
         re.compile(
             r"\bxpu(?::\d)?\b|\bXPU\b|Intel(?:\(R\))? (?:Arc|Data Center GPU)|\bSYCL\b|\bLevel.Zero\b"
+            # Intel Arc boards (A310-A770 Alchemist, B570/B580 Battlemage); no NVIDIA board is named so
+            r"|\b(?:Arc\s?)?[AB][3-7][1-8]0M?\b"
         ),
     ),
     ("tpu", 3, re.compile(r"\bTPU\b|\btpu\b|TpuDevice|TPU_\d|\bv[2-6]e?-\d+\b")),
