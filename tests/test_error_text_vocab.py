@@ -168,3 +168,24 @@ def test_intel_arc_boards_are_xpu_and_nvidia_a_boards_stay_cuda() -> None:
         assert row is not None
         device = read_device(f"running on an {board}")
         assert (device.type, device.compute_capability) == ("cuda", row.compute_capability), board
+
+
+def test_a_text_about_another_framework_names_none_of_ours() -> None:
+    """A mistral.rs log that mentions vLLM in passing is no PyTorch text; a torch traceback that
+    mentions llama.cpp in passing still is."""
+    from explorer.analysis.error_text import read_text
+
+    rust = (
+        "This works fine on vllm.\n"
+        "INFO mistralrs_core::paged_attention: KV cache type is F8E4M3\n"
+        "INFO mistralrs_core::utils::normal: DType selected is BF16.\n"
+        "Error: internal error 'F8E4M3 not supported in CUDA backend'"
+    )
+    assert read_text(rust).framework is None
+    torch_text = (
+        "I tried llama.cpp before.\n"
+        '  File "/usr/lib/python3.11/site-packages/torch/nn/functional.py", line 2, in linear\n'
+        "    return torch._C._nn.linear(input, weight, bias)\n"
+        "RuntimeError: expected m1 and m2 to have the same dtype, but got: c10::Half != float"
+    )
+    assert read_text(torch_text).framework == "torch"
