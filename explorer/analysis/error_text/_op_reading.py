@@ -20,9 +20,12 @@ from typing import Any
 from explorer.analysis.error_text._lexicon import dtype_mentions
 from explorer.analysis.error_text._libraries import FRAME
 from explorer.analysis.error_text._op_names import (
+    PREFIX_REGISTRIES,
     TORCH_KERNEL_STEMS,
+    all_registry_names,
     catalog_ops_for_raw_op,
     op_for_function,
+    registry_names,
     torch_kernel_ops,
 )
 
@@ -331,39 +334,10 @@ _ALIASES = {
 }
 
 
-@functools.cache
-def registry_names(*modules: str) -> frozenset[str]:
-    """The op and function names the frameworks' registries (:data:`REGISTRY_OPS`) give ``modules``."""
-    from explorer.analysis.error_text._op_table import REGISTRY_OPS
-
-    return frozenset(name for module in modules for name in REGISTRY_OPS[module].split())
-
-
-#: the registries a module prefix of a message's op names
-_PREFIX_REGISTRIES = (
-    (
-        ("jnp.", "jax.", "lax."),
-        (
-            "jax.numpy",
-            "jax.numpy.linalg",
-            "jax.numpy.fft",
-            "jax.lax",
-            "jax.lax.linalg",
-            "jax.nn",
-            "jax.random",
-        ),
-    ),
-    (
-        ("torch.", "F."),
-        ("torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch dispatcher"),
-    ),
-)
-
-
 def _unknown_to_registry(prefix_text: str, raw: str) -> bool:
     """Whether ``raw``, written after a JAX or PyTorch module prefix, is no name of that framework's
     registries (``jnp.arrays`` in prose) and no catalog op either."""
-    for prefixes, modules in _PREFIX_REGISTRIES:
+    for prefixes, modules in PREFIX_REGISTRIES:
         if prefix_text.startswith(prefixes):
             names = registry_names(*modules)
             bare = {n.split("::")[-1] for n in names}
@@ -502,7 +476,7 @@ def read_op(
                 if where == "message" and _unknown_to_registry(match.group(0), raw):
                     continue
                 if where == "function":
-                    if raw in _all_registry_names():
+                    if raw in all_registry_names():
                         return OpReading(raw, _normalise(raw, framework, "message"), "message", a, b)
                     continue
                 if where == "registry":
@@ -542,15 +516,6 @@ def read_op(
             a = offset + match.start("op" if match.group("op") else "method")
             return OpReading(raw, catalog_op, "code line", a, a + len(raw))
     return _user_code_op(text, framework) or prose or quoted or OpReading()
-
-
-@functools.cache
-def _all_registry_names() -> frozenset[str]:
-    """Every function name of the Python-level registries (torch, jax), without dispatcher namespaces."""
-    from explorer.analysis.error_text._op_table import REGISTRY_OPS
-
-    modules = [m for m in REGISTRY_OPS if m.startswith(("torch", "jax")) and m != "torch.Tensor"]
-    return frozenset(n.split("::")[-1] for n in registry_names(*modules))
 
 
 @functools.cache
