@@ -13,8 +13,9 @@ from pathlib import Path
 from benchmarks.explain_corpus import load, score, score_row
 
 DEV = Path(__file__).parent / "data" / "error_corpus" / "dev.jsonl"
-#: the least share of dev texts right on framework, op, dtype and device together
-ALL_FOUR_AT_LEAST = 0.92
+#: the least share of dev texts right on framework, op, dtype and device together (148 of the
+#: 157 texts now: python benchmarks/explain_corpus.py --split dev)
+ALL_FOUR_AT_LEAST = 0.94
 #: the least share of dev texts whose kind (missing_kernel, hardware_gate, ...) is read right
 KIND_AT_LEAST = 0.75
 

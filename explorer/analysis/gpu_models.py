@@ -67,6 +67,10 @@ def _family(cc: str, name: str, pattern: str) -> GpuModel:
     return GpuModel(name, "cuda", cc, None, CUDA_GPUS, rf"(?<![\w.]){pattern}(?!\w)(?!\.\d)")
 
 
+#: where a bare board number names a GPU: right after "my", "on", "GPU:", "a", "an", "single", "with"
+_BARE = r"(?:(?<=my )|(?<=on )|(?<=GPU: )|(?<=GPU )|(?<=GPU:)|(?<=\ba )|(?<=an )|(?<=single )|(?<=with ))"
+
+
 def _families() -> list[GpuModel]:
     """Whole series by NVIDIA's numbering, for the boards the rows above do not list: every board of
     a series shares its architecture (RTX 40xx and RTX xxxx Ada are Ada, 8.9; GTX 16xx is Turing)."""
@@ -80,6 +84,12 @@ def _families() -> list[GpuModel]:
         _family("7.5", "GeForce RTX 20 series", r"RTX[\s-]?20[5-8]0(?:[\s-]?Ti|D)?"),
         _family("7.5", "GeForce GTX 16 series", r"GTX[\s-]?16[5-6]0(?:[\s-]?Ti|D)?"),
         _family("6.1", "GeForce GTX 10 series", r"(?:GTX[\s-]?10[5-8]0(?:[\s-]?Ti)?|10[5-8]0[\s-]?Ti)"),
+        # the bare number of a GeForce RTX board: with its Ti suffix, or where a GPU is being named
+        # ("on my 3090", "GPU: 4090"); elsewhere a four-digit number is a line, a port, a year
+        _family("12.0", "GeForce RTX 50 series", _BARE + r"50[5-9]0(?:[\s-]?Ti)?|50[5-9]0[\s-]?Ti"),
+        _family("8.9", "GeForce RTX 40 series", _BARE + r"40[5-9]0(?:[\s-]?Ti)?|40[5-9]0[\s-]?Ti"),
+        _family("8.6", "GeForce RTX 30 series", _BARE + r"30[5-9]0(?:[\s-]?Ti)?|30[5-9]0[\s-]?Ti"),
+        _family("7.5", "GeForce RTX 20 series", _BARE + r"20[5-8]0(?:[\s-]?Ti)?|20[5-8]0[\s-]?Ti"),
         _family("5.2", "GeForce GTX 900 series", r"GTX[\s-]?9[5-8]0(?:[\s-]?Ti|D)?"),
     ]
 
@@ -206,7 +216,7 @@ def _digits(name: str) -> int:
 #: digits or more (``v100``) in any case
 #: where a model name can begin: every row's pattern starts with one of these
 _ANCHOR = re.compile(
-    r"(?i)(?<![\w.])(?:rtx|gtx|titan|quadro|jetson|dgx|rx|mi\d|mx\d|g[bh]\d|[abhlpktvm]\d|10[5-8]0)"
+    r"(?i)(?<![\w.])(?:rtx|gtx|titan|quadro|jetson|dgx|rx|mi\d|mx\d|g[bh]\d|[abhlpktvm]\d|10[5-8]0|[2-5]0\d0)"
 )
 _ANY_MODEL = re.compile(
     "|".join(

@@ -40,6 +40,10 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         re.compile(r"/device:GPU:\d|/gpu:\d|\bXLA_GPU_JIT\b|\"\w{0,80}?_(?:cuda|CUDA)(?:_\w{0,80})?\""),
     ),
     ("cpu", 3, re.compile(r"\"\w{0,80}?_(?:cpu|CPU)(?:_\w{0,80})?\"")),
+    # PyTorch's legacy type names: CUDAHalfType, CPUFloatType, XPUBFloat16Type
+    ("cuda", 3, re.compile(r"\bCUDA(?=(?:[A-Z][a-z]\w{0,20}|BFloat16)Type\b)")),
+    ("cpu", 3, re.compile(r"\bCPU(?=(?:[A-Z][a-z]\w{0,20}|BFloat16)Type\b)")),
+    ("xpu", 3, re.compile(r"\bXPU(?=(?:[A-Z][a-z]\w{0,20}|BFloat16)Type\b)")),
     ("xpu", 3, re.compile(r"\"\w{0,80}?_(?:xpu|XPU)(?:_\w{0,80})?\"|_xpu(?=_?(?!\w))")),
     ("cuda", 1, re.compile(r"\bGPU\b|\bgpu\b|\b(?:Volta|Turing|Ampere|Ada|Hopper|Blackwell)\b")),
     (
@@ -79,6 +83,8 @@ _DEVICE_WORDS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         3,
         re.compile(
             r"\bxpu(?::\d)?\b|\bXPU\b|Intel(?:\(R\))? (?:Arc|Data Center GPU)|\bSYCL\b|\bLevel.Zero\b"
+            # Intel Arc boards (A310-A770 Alchemist, B570/B580 Battlemage); no NVIDIA board is named so
+            r"|\b(?:Arc\s?)?[AB][3-7][1-8]0M?\b"
         ),
     ),
     ("tpu", 3, re.compile(r"\bTPU\b|\btpu\b|TpuDevice|TPU_\d|\bv[2-6]e?-\d+\b")),
@@ -91,7 +97,9 @@ _REQUIRED = re.compile(
     re.IGNORECASE,
 )
 _CC_TEXT = re.compile(
-    r"(?:compute[ _]capability|cuda capability|capability|\bCC\b|\bSM\b)\s*(?:of\s*|is\s*|=\s*|:\s*|>=?\s*|"
+    # CC/SM as words, not a file's extension (engine.cc:80 is a C++ file and its line)
+    r"(?:compute[ _]capability|cuda capability|capability|(?<![./\w])CC\b|(?<![./\w])SM\b)"
+    r"\s*(?:of\s*|is\s*|=\s*|:\s*|>=?\s*|"
     r"≥\s*|\(?)(?:(?P<major>\d{1,2})\.(?P<minor>\d)|\((?P<tmaj>\d{1,2}),\s?(?P<tmin>\d)\)|(?P<sm>\d{2,3})(?!\d)(?!\.\d))",
     re.IGNORECASE,
 )
@@ -102,7 +110,7 @@ _TUPLE = re.compile(
 _MACOS = re.compile(r"\b(?:macOS|MacOS|macos|OS X|Mac OS)[\s-]*(?:version\s*)?(?P<v>\d{2}(?:\.\d{1,2}){0,2})")
 _ISA = re.compile(
     r"\b(?P<isa>avx512_?(?:bf16|fp16|vnni|core|f)|avx2_vnni(?:_2)?|avx_vnni(?:_int8)?|avx512\w{0,10}|amx_?(?:bf16|fp16|int8|tile)"
-    r"|\bAMX\b|AVX2|avx2|AVX-512(?:_BF16|_FP16)?|sse4_2|neon|sve2?|AVX512_BF16|AVX512_FP16|AVX512_VNNI)",
+    r"|\bAMX\b|AVX2|avx2|AVX-512(?:_BF16|_FP16)?|sse4_2|neon|sve2?|AVX512\w{0,10}|AVX_VNNI\w{0,5}|AVX2_VNNI\w{0,2}|AMX_(?:BF16|FP16|INT8|TILE))",
 )
 
 

@@ -53,6 +53,7 @@ SPECIFIC = frozenset(
         "tensorrt",
         "mps",
         "xla",
+        "other framework",
     }
 )
 #: words of a library's own messages -> (library, framework or None when the words do not say)
@@ -96,6 +97,15 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
         "torch",
     ),
     (re.compile(r"\bvLLM\b|\bvllm\b"), "vllm", "torch"),
+    # PyTorch's own vocabulary: Intel's extension, TorchDynamo/Inductor settings and kernel names
+    (
+        re.compile(
+            r"intel_extension_for_pytorch|\bipex\b|\bTORCHDYNAMO_\w+|\bTORCHINDUCTOR_\w+"
+            r"|\btriton_(?:poi|red|per|tem)_fused\w*|\bBackendCompilerFailed\b|\b(?:torch)?inductor\b|\bTorchDynamo\b"
+        ),
+        "torch",
+        "torch",
+    ),
     (
         re.compile(r"torchao|\bMXTensor\b|\bNVFP4Tensor\b|\bFloat8Tensor\b|\bFloat8Linear\b"),
         "torchao",
@@ -143,6 +153,15 @@ _WORDS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
         "torch",
     ),
     (re.compile(r"\bnumpy\b|\bnp\.\w+"), "numpy", "numpy"),
+    # frameworks outside the ones read here: where they are what the text is about, no framework
+    (
+        re.compile(
+            r"\bPaddlePaddle\b|\bpaddle\.\w|\bMindSpore\b|\bmindspore\b|\bcandle_core\b|\bmistralrs\w*"
+            r"|\bllama\.cpp\b|\bggml\w*|\bmlx\.core\b|\bMXNet\b|\bmxnet\b|\bOpenVINO\b|\bopenvino\b"
+        ),
+        "other framework",
+        None,
+    ),
 )
 _PATH = re.compile(
     r"(?:site|dist)-packages[/\\]+(?P<pkg>\w+)[/\\.]|[/\\](?P<pkg2>torchao|transformer_engine|bitsandbytes|torch_tensorrt|vllm|deepspeed|triton|onnxruntime|keras|tensorflow|jax|jaxlib|torch|tensorrt|onnxconverter_common)[/\\]"

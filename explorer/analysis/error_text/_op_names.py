@@ -195,3 +195,41 @@ def _op_from_traceback(text: str, framework: str) -> tuple[str | None, str | Non
             how = f"the op is read from the LAPACK routine {routine} in the traceback"
             return routine, LAPACK_ROUTINES[routine], how
     return None, None, ""
+
+
+@functools.cache
+def registry_names(*modules: str) -> frozenset[str]:
+    """The op and function names the frameworks' registries (:data:`REGISTRY_OPS`) give ``modules``."""
+    from explorer.analysis.error_text._op_table import REGISTRY_OPS
+
+    return frozenset(name for module in modules for name in REGISTRY_OPS[module].split())
+
+
+#: the registries a module prefix of a message's op names
+PREFIX_REGISTRIES = (
+    (
+        ("jnp.", "jax.", "lax."),
+        (
+            "jax.numpy",
+            "jax.numpy.linalg",
+            "jax.numpy.fft",
+            "jax.lax",
+            "jax.lax.linalg",
+            "jax.nn",
+            "jax.random",
+        ),
+    ),
+    (
+        ("torch.", "F."),
+        ("torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch dispatcher"),
+    ),
+)
+
+
+@functools.cache
+def all_registry_names() -> frozenset[str]:
+    """Every function name of the Python-level registries (torch, jax), without dispatcher namespaces."""
+    from explorer.analysis.error_text._op_table import REGISTRY_OPS
+
+    modules = [m for m in REGISTRY_OPS if m.startswith(("torch", "jax")) and m != "torch.Tensor"]
+    return frozenset(n.split("::")[-1] for n in registry_names(*modules))

@@ -12,13 +12,22 @@ has it (:func:`~explorer.analysis.error_text._op_names.op_for_function`,
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from explorer.analysis.error_text._lexicon import dtype_mentions
 from explorer.analysis.error_text._libraries import FRAME
-from explorer.analysis.error_text._op_names import catalog_ops_for_raw_op, op_for_function, torch_kernel_ops
+from explorer.analysis.error_text._op_names import (
+    PREFIX_REGISTRIES,
+    TORCH_KERNEL_STEMS,
+    all_registry_names,
+    catalog_ops_for_raw_op,
+    op_for_function,
+    registry_names,
+    torch_kernel_ops,
+)
 
 
 @dataclass(frozen=True)
@@ -212,6 +221,39 @@ _MESSAGE_OPS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("message", re.compile(r"(?:aten::|aten\.|torch\.ops\.aten\.)(?P<op>_?[a-z]\w{0,60})")),
     ("message", re.compile(r"op='aten\.(?P<op>\w{1,60})'")),
+    # a dispatcher op of any namespace (quantized::linear_dynamic, _C::dynamic_scaled_fp8_quant,
+    # torchao::quantize_affine_float8, xla::cast), not a C++ namespace path of the frameworks
+    (
+        "message",
+        re.compile(
+            r"(?<![\w:])(?!(?:c10|std|at|detail|internal|native|torch|tensorflow|absl|pybind11|mlir|llvm|"
+            r"onnxruntime|Ort|nvinfer1|cudnn|cutlass|cute)::)[A-Za-z_]\w{0,30}::(?P<op>_?[a-z][a-z0-9_]{1,60})\b"
+            r"(?!::|\.\w|:)"  # not a log line's module path (mistralrs_core::paged_attention: ...)
+        ),
+    ),
+    ("message", re.compile(r"\btorch\.ops\.(?!aten\.)\w{1,40}\.(?P<op>_?[a-z]\w{0,60})")),
+    # an MLIR dialect's op (Mosaic's tpu.matmul, Triton's tt.dot, StableHLO's stablehlo.convert)
+    (
+        "named",
+        re.compile(
+            r"(?<![\w./])(?:tpu|tt|ttg|triton_gpu|triton_nvidia_gpu|arith|stablehlo|mhlo|chlo|vector|memref"
+            r"|nvvm|tosa|mosaic_gpu|amdgpu|rocdl)\.(?P<op>[a-z_][a-z0-9_]{1,40})(?![\w(.])"
+        ),
+    ),
+    # JAX's check_user_dtype_supported: "got dtype bfloat16 in asarray"
+    ("named", re.compile(r"\bgot dtype [\w.'()]{1,40} in (?P<op>[a-z_]\w{1,60})")),
+    # a kernel of an ONNX or TensorFlow op ("Failed to find kernel for Sub")
+    (
+        "registry",
+        re.compile(r"\b(?:kernels?|implementation) for (?:op |node )?(?P<op>[A-Z][A-Za-z0-9]{1,40})\b"),
+    ),
+    # TensorFlow's "Input 0 of node import/Pad was passed half": a node named after its op type
+    ("registry", re.compile(r"\bof node (?:[\w.-]{0,300}/)?(?P<op>[A-Z][A-Za-z0-9]{1,40})(?:_\d+)*\b")),
+    # a framework function that says what it requires ("dot_general requires operands of the same
+    # dtype"), when a registry has the name
+    ("function", re.compile(r"(?<![\w.])(?P<op>[a-z][a-z0-9_]{2,40}) (?:requires|expects|only supports)\b")),
+    # an FFT library refusing a type is the FFT refusing it
+    ("message", re.compile(r"\b(?P<op>cuFFT|cufft|rocFFT|hipFFT|pocketfft|MKL FFT)\b")),
     (
         "message",
         re.compile(
@@ -260,6 +302,8 @@ _MESSAGE_OPS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("prose", re.compile(r"\bthe (?P<op>[a-z_]\w{1,30}) (?:layer|op|operator|node|kernel)s?\b")),
+    # a quoted word that is a catalog op's name ('matmul'), when nothing else names one
+    ("quoted", re.compile(r"[`'\"](?P<op>[a-z][a-z0-9_]{1,40})[`'\"]")),
 )
 _CALL = re.compile(
     r"(?:(?<![\w.])(?:torch\.nn\.functional|torch\.linalg|torch\.fft|torch\.special|torch|F|jax\.lax\.linalg|lax\.linalg"
@@ -276,7 +320,29 @@ _ALIASES = {
     "_to_dtype": "cast",
     "to": "cast",
     "logistic": "sigmoid",  # XLA's and ONNX's name of the sigmoid
+    "astype": "cast",  # NumPy's and JAX's method
+    "convert_element_type": "cast",  # jax.lax's cast
+    "convert": "cast",  # XLA's, StableHLO's and MHLO's cast
+    "dot_general": "matmul",  # XLA's and jax.lax's contraction
+    "dot": "matmul",  # Triton's tl.dot / tt.dot, StableHLO's dot
+    "cuFFT": "fft",
+    "cufft": "fft",
+    "rocFFT": "fft",
+    "hipFFT": "fft",
+    "pocketfft": "fft",
+    "MKL FFT": "fft",
 }
+
+
+def _unknown_to_registry(prefix_text: str, raw: str) -> bool:
+    """Whether ``raw``, written after a JAX or PyTorch module prefix, is no name of that framework's
+    registries (``jnp.arrays`` in prose) and no catalog op either."""
+    for prefixes, modules in PREFIX_REGISTRIES:
+        if prefix_text.startswith(prefixes):
+            names = registry_names(*modules)
+            bare = {n.split("::")[-1] for n in names}
+            return raw not in bare and _normalise(raw, None, "message") is None
+    return False
 
 
 def _normalise(raw: str, framework: str | None, where: str) -> str | None:
@@ -291,7 +357,8 @@ def _normalise(raw: str, framework: str | None, where: str) -> str | None:
     name = raw.removesuffix("_").split(".")[0]
     if framework in ("jax", "numpy", "tensorflow", "keras"):
         return op_for_function(name, "numpy") or op_for_function(name, "torch")
-    return op_for_function(name, "torch") or op_for_function(name, "numpy")
+    # torch.bmm, torch.addmm: BLAS-named functions whose kernels carry the same stems
+    return op_for_function(name, "torch") or op_for_function(name, "numpy") or TORCH_KERNEL_STEMS.get(name)
 
 
 def tf_raw_op_catalog(raw: str) -> str | None:
@@ -389,6 +456,7 @@ def read_op(
             cat_old = tf_raw_op_catalog(raw)
         return OpReading(raw, cat_old, "pattern", found, found + len(raw) if found >= 0 else -1)
     prose: OpReading | None = None
+    quoted: OpReading | None = None
     for start, end in reversed(_message_spans(text)):
         line = text[start:end]
         for where, regex in _MESSAGE_OPS:
@@ -397,12 +465,28 @@ def read_op(
                 if sum(c.isalnum() for c in raw) < 2:
                     continue  # a kernel named "_" names nothing
                 leaf = raw.split(".")[-1] if where != "kernel" else raw
-                if leaf in _NOT_OPS or _is_dtype(leaf) or leaf.lower() in ("node", "name"):
+                if where == "named":
+                    where = "message"  # the message names the op outright: load, asarray count
+                elif leaf in _NOT_OPS or _is_dtype(leaf) or leaf.lower() in ("node", "name"):
                     continue
                 if where == "message" and "." in raw:
                     raw = raw.split(".")[0]  # aten.mm.default -> mm
                 group = "op" if match.group("op") else "op2"
                 a, b = start + match.start(group), start + match.end(group)
+                if where == "message" and _unknown_to_registry(match.group(0), raw):
+                    continue
+                if where == "function":
+                    if raw in all_registry_names():
+                        return OpReading(raw, _normalise(raw, framework, "message"), "message", a, b)
+                    continue
+                if where == "registry":
+                    if raw in registry_names("onnx", "tf.raw_ops"):
+                        return OpReading(raw, _normalise(raw, framework, where), "message", a, b)
+                    continue
+                if where == "quoted":
+                    if quoted is None and raw in _catalog_names():
+                        quoted = OpReading(raw, raw, "message", a, b)
+                    continue
                 if where == "catalog":
                     op = torch_kernel_ops(raw)
                     if op:
@@ -431,7 +515,14 @@ def read_op(
                 continue  # a method call counts only when the catalog names it
             a = offset + match.start("op" if match.group("op") else "method")
             return OpReading(raw, catalog_op, "code line", a, a + len(raw))
-    return _user_code_op(text, framework) or prose or OpReading()
+    return _user_code_op(text, framework) or prose or quoted or OpReading()
+
+
+@functools.cache
+def _catalog_names() -> frozenset[str]:
+    from explorer.ops import catalog
+
+    return frozenset(catalog())
 
 
 _TO_DTYPE = re.compile(r"\.to\((?P<args>[^()\n]{1,200})\)")
