@@ -1,7 +1,7 @@
 """``check_model`` on real Keras architectures on CPU, timed against ``import tensorflow``
 (wall and CPU seconds).
 
-    python benchmarks/model_check_speed.py            # MobileNetV2 96x96 and ResNet50 64x64
+    python benchmarks/model_check_speed.py            # MobileNetV2, ResNet50, EfficientNetB0
     python benchmarks/model_check_speed.py mobilenet  # one of them
 
 For each architecture, built locally from ``keras.applications`` with ``weights=None`` (no
@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURES = {
     "mobilenet": ("MobileNetV2", (96, 96, 3)),
     "resnet50": ("ResNet50", (64, 64, 3)),
+    "efficientnet": ("EfficientNetB0", (96, 96, 3)),
 }
 POLICIES = ["as_built", "float32", "mixed_float16", "mixed_bfloat16"]
 _CHILD = """
