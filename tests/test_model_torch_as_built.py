@@ -80,3 +80,18 @@ def test_a_module_without_own_dtypes_keeps_nothing(policy: str) -> None:
     model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
     assert model_torch.user_dtypes(model) == {}
     assert model_torch.kept_as_built(model, policy) == {}
+
+
+def test_a_module_that_never_runs_gets_no_verdict_on_the_gpu() -> None:
+    """Nothing traced (the forward raises) and no GPU: the GPU rows must not say "no problem
+    found" (nothing was read to find one)."""
+
+    class Broken(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            raise KeyError("boom")
+
+    check = check_model(Broken(), (np.ones((1, 2), np.float32),))
+    cpu = [s for s in check.summary if " on CPU," in s]
+    gpu = [s for s in check.summary if " on GPU," in s]
+    assert cpu and all("fails: KeyError" in s for s in cpu)
+    assert gpu and not any("no problem found" in s for s in gpu), gpu

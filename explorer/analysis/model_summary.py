@@ -463,8 +463,11 @@ def policy_sentence(
     'float32 on CPU, PyTorch 2.13.0: every op ran (forward and backward); no problem found'
     >>> policy_sentence("mixed_float16", "CPU", "TF", [], None, ran=True, kept=[("logits", "float32")])[26:]
     'every op ran (forward and backward); `logits` kept in float32 as you built it; no problem found'
+    >>> policy_sentence("float32", "GPU", "PyTorch 2.13.0", [], None, ran=None)[32:]
+    'no declaration to read and no GPU here to run; nothing to judge, so no verdict'
     """
     head = f"{label or policy} on {device}, {version}"
+    judged = True
     if ran is None:
         declared = [
             op for op in ops if op["kernel"].get(policy, {}).get(device, {}).get("declared") is not None
@@ -483,8 +486,9 @@ def policy_sentence(
                 f"{computing - sum(undeclared.values())} of {computing} ops have a declared kernel, "
                 f"not declared: {', '.join(undeclared)}"
             )
-        if not declared:
+        if not declared:  # nothing traced to look up, nothing run: no verdict either way
             kernels = f"no declaration to read and no {device} here to run"
+            judged = False
     elif ran:
         kernels = "every op ran (forward and backward)"
     else:
@@ -500,7 +504,7 @@ def policy_sentence(
     for phrase in also:
         kernels += f"; {phrase}"
     if problem is None:
-        return f"{head}: {kernels}; no problem found"
+        return f"{head}: {kernels}; " + ("no problem found" if judged else "nothing to judge, so no verdict")
     if problem.kind == "nonfinite_inputs":
         return f"{head}: {problem.detail}"
     if problem.kind in ("missing_kernel", "run_failed"):
