@@ -137,6 +137,12 @@ def test_story_accuracy_switch_tables_and_figures(browser: Any, voila_server: Vo
         finfo = ml_dtypes.finfo(np.float16)  # finite codes of one sign: (2^nexp - 1) * 2^nmant
         positive = (2 ** int(finfo.nexp) - 1) * 2 ** int(finfo.nmant) - 1
         assert facts["inputs"] == 2 * positive + 1  # and zero once
+        page.wait_for_function(  # the NumPy row may land after the table it belongs to
+            """() => [...document.querySelectorAll(
+                    '.px-tab-accuracy .px-panel[data-dtype=float16] :is(td, th)')]
+                .some(cell => cell.innerText.trim() === 'numpy')""",
+            timeout=LOAD_MS,
+        )
         rows = [
             {bs.norm(k): c for k, c in r.items()}
             for t in bs.read_tables(page, ".px-tab-accuracy .px-panel[data-dtype=float16]")
